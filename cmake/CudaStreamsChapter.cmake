@@ -1,0 +1,137 @@
+# cuda_streams_chapter(): adds the chapter whose folder calls it.
+#
+#   cuda_streams_chapter([SOURCE file.cu]
+#                        [VARIANT suffix VARIANT_FLAGS nvcc-flags...])
+#
+# The folder's name (NN_topic) names the executable, which goes to
+# <build>/bin/NN_topic. SOURCE defaults to <topic>.cu. VARIANT builds the same
+# source a second time as NN_topic_<suffix> with extra nvcc flags (chapter 02's
+# --default-stream per-thread build). The chapter's tests are declared in
+# tests/chapters/NN_topic.cmake with chapter_test(); every executable also gets
+# the two argument tests that run without a GPU (an unknown flag exits 2, --help
+# exits 0). The README and the source become pages of the documentation.
+
+set(CUDA_STREAMS_EXPECT_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/../tests/expect.sh)
+find_program(CUDA_STREAMS_SANITIZER compute-sanitizer HINTS ${CUDAToolkit_BIN_DIR} ${CUDAToolkit_BIN_DIR}/../compute-sanitizer)
+if(CUDA_STREAMS_SANITIZER)
+  message(STATUS "cuda-streams: compute-sanitizer found: the 'sanitizer' tests are registered")
+endif()
+
+function(cuda_streams_chapter)
+  cmake_parse_arguments(ARG "" "SOURCE;VARIANT" "VARIANT_FLAGS" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "cuda_streams_chapter: unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  get_filename_component(chapter ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  string(REGEX REPLACE "^[0-9][0-9]_" "" topic ${chapter})
+  if(NOT ARG_SOURCE)
+    set(ARG_SOURCE ${topic}.cu)
+  endif()
+
+  set(executables ${chapter})
+  add_executable(${chapter} ${ARG_SOURCE})
+  if(ARG_VARIANT)
+    add_executable(${chapter}_${ARG_VARIANT} ${ARG_SOURCE})
+    target_compile_options(${chapter}_${ARG_VARIANT} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${ARG_VARIANT_FLAGS}>)
+    list(APPEND executables ${chapter}_${ARG_VARIANT})
+  endif()
+  foreach(exe IN LISTS executables)
+    target_link_libraries(${exe} PRIVATE cuda_streams::common)
+    cuda_streams_warnings(${exe})
+  endforeach()
+
+  set_property(GLOBAL APPEND PROPERTY CUDA_STREAMS_CHAPTERS ${chapter})
+  set_property(GLOBAL APPEND PROPERTY CUDA_STREAMS_DOC_INPUTS
+               ${CMAKE_CURRENT_SOURCE_DIR}/README.md ${CMAKE_CURRENT_SOURCE_DIR}/${ARG_SOURCE})
+
+  if(CUDA_STREAMS_TESTS)
+    foreach(exe IN LISTS executables)
+      chapter_test(NAME args.unknown_flag EXE ${exe} ARGS --no-such-flag EXIT 2
+                   MATCH "unknown flag '--no-such-flag'" LABELS args host)
+      chapter_test(NAME args.help EXE ${exe} ARGS --help EXIT 0 MATCH "--device" "--help" LABELS args host)
+    endforeach()
+    set(test_file ${PROJECT_SOURCE_DIR}/tests/chapters/${chapter}.cmake)
+    if(NOT EXISTS ${test_file})
+      message(FATAL_ERROR "chapter ${chapter} has no tests: expected ${test_file}")
+    endif()
+    set(CHAPTER ${chapter})
+    include(${test_file})
+  endif()
+endfunction()
+
+# chapter_test(NAME name [EXE target] [ARGS args...] [EXIT code] [MATCH regex...]
+#              [NO_MATCH regex...] [ENV VAR=value...] LABELS labels... [TIMEOUT seconds])
+#
+# Registers the test <chapter>.<name> (the executable's name stands for the
+# chapter when EXE is a variant): it runs the executable with ARGS and passes
+# when the exit status is EXIT (default 0), every MATCH regex is found in the
+# output and no NO_MATCH regex is. Exit status 77 (SKIP:) reports "skipped".
+# LABELS must include one of gpu, host or args; tests labelled timing run
+# alone (RUN_SERIAL), since other work on the GPU would disturb them.
+function(chapter_test)
+  cmake_parse_arguments(ARG "" "NAME;EXE;EXIT;TIMEOUT" "ARGS;MATCH;NO_MATCH;ENV;LABELS" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS OR NOT ARG_NAME OR NOT ARG_LABELS)
+    message(FATAL_ERROR "chapter_test: needs NAME and LABELS (got: ${ARGN})")
+  endif()
+  if(NOT ARG_EXE)
+    set(ARG_EXE ${CHAPTER})
+  endif()
+  if(NOT DEFINED ARG_EXIT)
+    set(ARG_EXIT 0)
+  endif()
+  if(NOT "gpu" IN_LIST ARG_LABELS AND NOT "host" IN_LIST ARG_LABELS AND NOT "args" IN_LIST ARG_LABELS)
+    message(FATAL_ERROR "chapter_test ${ARG_NAME}: LABELS must include gpu, host or args")
+  endif()
+  set(expect_args --exit ${ARG_EXIT})
+  foreach(regex IN LISTS ARG_MATCH)
+    list(APPEND expect_args --match "${regex}")
+  endforeach()
+  foreach(regex IN LISTS ARG_NO_MATCH)
+    list(APPEND expect_args --no-match "${regex}")
+  endforeach()
+  set(test_name ${ARG_EXE}.${ARG_NAME})
+  add_test(NAME ${test_name}
+           COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} ${expect_args} -- $<TARGET_FILE:${ARG_EXE}> ${ARG_ARGS})
+  set_tests_properties(${test_name} PROPERTIES LABELS "${ARG_LABELS}" SKIP_RETURN_CODE 77)
+  if(ARG_ENV)
+    set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${ARG_ENV}")
+  endif()
+  if(ARG_TIMEOUT)
+    set_tests_properties(${test_name} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
+  else()
+    set_tests_properties(${test_name} PROPERTIES TIMEOUT 300)
+  endif()
+  if("timing" IN_LIST ARG_LABELS)
+    set_tests_properties(${test_name} PROPERTIES RUN_SERIAL TRUE)
+  endif()
+endfunction()
+
+# chapter_sanitizer_tests([EXE target] [ARGS args...] [TOOLS tools...])
+#
+# Where compute-sanitizer is found, runs the executable under each tool
+# (default: memcheck with leak checking, racecheck, synccheck, initcheck) with
+# --no-timing and ARGS; each must report no error. Labels: sanitizer, gpu.
+function(chapter_sanitizer_tests)
+  if(NOT CUDA_STREAMS_SANITIZER)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "EXE" "ARGS;TOOLS" ${ARGN})
+  if(NOT ARG_EXE)
+    set(ARG_EXE ${CHAPTER})
+  endif()
+  if(NOT ARG_TOOLS)
+    set(ARG_TOOLS memcheck racecheck synccheck initcheck)
+  endif()
+  foreach(tool IN LISTS ARG_TOOLS)
+    set(tool_args --tool ${tool})
+    if(tool STREQUAL "memcheck")
+      list(APPEND tool_args --leak-check full)
+    endif()
+    set(test_name ${ARG_EXE}.sanitizer.${tool})
+    add_test(NAME ${test_name}
+             COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0 --match "(ERROR|RACECHECK) SUMMARY: 0"
+                     -- ${CUDA_STREAMS_SANITIZER} ${tool_args} --error-exitcode 99
+                     $<TARGET_FILE:${ARG_EXE}> --no-timing ${ARG_ARGS})
+    set_tests_properties(${test_name} PROPERTIES LABELS "sanitizer;gpu" SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endforeach()
+endfunction()

@@ -1,0 +1,52 @@
+/**
+ * @file report.hpp
+ * @brief The `CHECK <name>: <measured> <op> <bar> ... PASS|FAIL` lines and the exit status.
+ *
+ * Every property a chapter proves ends in one CHECK line, so that a reader
+ * sees the measured number beside the bar it had to clear, and a test can
+ * match the verdict. The checks are counted; finish() prints the tally and
+ * returns the exit status (0 when all passed, 1 otherwise).
+ */
+#pragma once
+
+#include <string>
+
+namespace cs {
+
+/// The direction of a comparison against a bar.
+enum class Compare {
+  at_least,  ///< measured >= bar passes
+  at_most,   ///< measured <= bar passes
+};
+
+/**
+ * @brief Formats one CHECK line (pure; used by check()).
+ *
+ * Example: `CHECK concurrency_speedup: 7.91x >= 6.00x (0.75 x 8 streams) ... PASS`.
+ * @param unit appended to both numbers ("x", " ms", " GB/s"); may be empty.
+ * @param why what the bar stands for; omitted from the line when empty.
+ */
+std::string format_check(const std::string& name, double measured, Compare compare, double bar,
+                         const std::string& unit, const std::string& why, bool passed);
+
+/// Compares @p measured against @p bar, prints the CHECK line, counts it, returns whether it passed.
+bool check(const std::string& name, double measured, Compare compare, double bar,
+           const std::string& unit, const std::string& why = "");
+
+/// A check that is a yes/no fact: prints `CHECK <name>: <detail> ... PASS|FAIL` and counts it.
+bool check_that(const std::string& name, bool passed, const std::string& detail);
+
+/// Prints `CHECK <name>: skipped (<reason>)`; counted as neither passed nor failed.
+void check_skipped(const std::string& name, const std::string& reason);
+
+/// How many checks ran, and how many failed, since the program started (or reset_checks()).
+int checks_run();
+/// How many checks failed.
+int checks_failed();
+/// Forgets the counts (for unit tests).
+void reset_checks();
+
+/// Prints `N of M checks passed` (naming the failures' count) and returns 0 if all passed, else 1.
+int finish();
+
+}  // namespace cs

@@ -1,0 +1,124 @@
+/**
+ * @file timeline.hpp
+ * @brief What ran where and when: spans per stream, drawn as ASCII, Chrome trace JSON and SVG.
+ *
+ * A Timeline records a pair of CUDA events around each piece of work
+ * (a "span") in the stream that runs it, and an NVTX range with the same
+ * name, so that `nsys` shows the same picture. After the work is done,
+ * collect() turns the events into milliseconds since the timeline's start.
+ *
+ * The rendering functions are pure (they take a TimelineData), so they can be
+ * unit-tested on a machine without a GPU.
+ *
+ * Typical use:
+ * @code
+ *   cs::Timeline timeline;
+ *   timeline.start(streams[0]);
+ *   for (int i = 0; i < n; ++i) {
+ *     int span = timeline.begin("stream " + std::to_string(i), "kernel", streams[i]);
+ *     kernel<<<1, 256, 0, streams[i]>>>(...);
+ *     timeline.end(span, streams[i]);
+ *   }
+ *   cs::TimelineData data = timeline.collect();
+ *   std::cout << cs::render_ascii(data);
+ * @endcode
+ */
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+namespace cs {
+
+struct CommonOptions;
+
+/// One piece of work on one row (stream), in milliseconds since the timeline's origin.
+struct Span {
+  int row = 0;            ///< index into TimelineData::rows
+  std::string kind;       ///< what sort of work ("kernel", "H2D", "D2H"); gives the ASCII glyph
+  std::string detail;     ///< optional extra words ("chunk 3"); shown in the trace and SVG
+  double start_ms = 0;    ///< when it started
+  double end_ms = 0;      ///< when it ended
+};
+
+/// Rows (one per stream) and the spans on them.
+struct TimelineData {
+  std::vector<std::string> rows;  ///< row names, top to bottom
+  std::vector<Span> spans;        ///< in any order
+  /// The end of the last span (0 when there are none).
+  double end_ms() const;
+};
+
+/**
+ * @brief An ASCII chart: one row per stream, @p width columns across the run, and a time axis.
+ *
+ * Each span is drawn with the first letter (upper-cased) of its kind, idle
+ * time with '.', and a legend names the letters. A span shorter than one
+ * column still takes one column, so no span disappears.
+ */
+std::string render_ascii(const TimelineData& data, int width = 64);
+
+/// Chrome trace-event JSON (open in https://ui.perfetto.dev or chrome://tracing); one thread per row.
+std::string render_chrome_trace(const TimelineData& data, const std::string& process_name);
+
+/// The events of render_chrome_trace() alone, one per line, comma-separated, for process @p pid,
+/// so that several timelines can share one trace file.
+std::string chrome_trace_events(const TimelineData& data, const std::string& process_name, int pid);
+
+/// An SVG picture of the same chart, with @p title above it.
+std::string render_svg(const TimelineData& data, const std::string& title);
+
+/// Escapes @p text for a JSON string literal (without the quotes).
+std::string json_escape(const std::string& text);
+
+/// Records spans with CUDA events on the streams that run them.
+class Timeline {
+ public:
+  Timeline() = default;
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+
+  /// Forgets all spans and records the origin (time zero) on @p stream. Call while the GPU is idle.
+  void start(cudaStream_t stream = nullptr);
+
+  /// Records the start of a span of @p kind on row @p row (created on first use) in @p stream.
+  /// @return a handle for end().
+  int begin(const std::string& row, const std::string& kind, cudaStream_t stream,
+            const std::string& detail = "");
+
+  /// Records the end of span @p span in @p stream (normally the stream given to begin()).
+  void end(int span, cudaStream_t stream);
+
+  /// Waits for every recorded event and returns the spans in ms since start().
+  TimelineData collect();
+
+ private:
+  struct Pending {
+    int row;
+    std::string kind;
+    std::string detail;
+    cudaEvent_t start = nullptr;
+    cudaEvent_t end = nullptr;
+    unsigned long long nvtx_range = 0;
+  };
+  cudaEvent_t take_event();
+  std::vector<std::string> rows_;
+  std::vector<Pending> pending_;
+  std::vector<cudaEvent_t> free_events_;
+  cudaEvent_t origin_ = nullptr;
+};
+
+/**
+ * @brief Shows a collected timeline the way the command line asked.
+ *
+ * Prints the ASCII chart under @p title when @p print_ascii is true, writes
+ * the Chrome trace to `--trace FILE` and the SVG to `--svg FILE` when those
+ * were given, and says where each file went. Exits 2 if a file cannot be written.
+ */
+void publish_timeline(const TimelineData& data, const CommonOptions& common, const std::string& title,
+                      bool print_ascii = true);
+
+}  // namespace cs

@@ -1,0 +1,104 @@
+/**
+ * @file timing.hpp
+ * @brief Event timers, warm-up and repeats, and the median of the samples.
+ *
+ * Timing on a shared GPU is noisy. Every measurement in the chapters runs a
+ * few warm-up iterations (module loading, first-touch page mapping and clock
+ * ramp-up stay out of the numbers), then several timed repeats, and reports
+ * the median, which a single slow outlier cannot move.
+ */
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cuda_streams/check.hpp"
+
+namespace cs {
+
+/// A summary of repeated measurements, all in the samples' unit.
+struct Stats {
+  double median = 0;  ///< the middle sample (mean of the two middle ones for an even count)
+  double min = 0;     ///< the fastest sample
+  double max = 0;     ///< the slowest sample
+  int count = 0;      ///< how many samples
+};
+
+/// The median of @p samples; throws std::invalid_argument when it is empty.
+double median(std::vector<double> samples);
+
+/// Median, minimum, maximum and count of @p samples; throws std::invalid_argument when empty.
+Stats summarize(const std::vector<double>& samples);
+
+/// Milliseconds on the host's steady clock since an arbitrary origin.
+inline double host_now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+/// A pair of CUDA events that time the work issued between start() and stop() on one stream.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
+  /// Records the start event on @p stream.
+  void start(cudaStream_t stream = nullptr);
+  /// Records the stop event on @p stream.
+  void stop(cudaStream_t stream = nullptr);
+  /// Waits for the stop event and returns the milliseconds between the two events.
+  double elapsed_ms();
+
+ private:
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+/**
+ * @brief Times @p work with events on @p stream: @p warmup untimed runs, then @p repeats timed ones.
+ *
+ * @p work must issue its GPU work into @p stream (or into streams that
+ * @p stream waits on before the stop event).
+ */
+template <class Work>
+Stats time_on_stream_ms(cudaStream_t stream, int warmup, int repeats, Work&& work) {
+  for (int i = 0; i < warmup; ++i) work();
+  CS_CHECK(cudaStreamSynchronize(stream));
+  EventTimer timer;
+  std::vector<double> samples;
+  for (int i = 0; i < repeats; ++i) {
+    timer.start(stream);
+    work();
+    timer.stop(stream);
+    samples.push_back(timer.elapsed_ms());
+  }
+  return summarize(samples);
+}
+
+/**
+ * @brief Times @p work on the host clock between two cudaDeviceSynchronize() calls.
+ *
+ * For work spread over many streams, where no single stream sees it all.
+ * The time includes the host's launch overhead, which is part of what such
+ * work costs.
+ */
+template <class Work>
+Stats time_device_ms(int warmup, int repeats, Work&& work) {
+  for (int i = 0; i < warmup; ++i) work();
+  CS_CHECK(cudaDeviceSynchronize());
+  std::vector<double> samples;
+  for (int i = 0; i < repeats; ++i) {
+    const double begin = host_now_ms();
+    work();
+    CS_CHECK(cudaDeviceSynchronize());
+    samples.push_back(host_now_ms() - begin);
+  }
+  return summarize(samples);
+}
+
+}  // namespace cs

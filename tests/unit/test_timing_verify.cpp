@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "cuda_streams/report.hpp"
+#include "cuda_streams/timing.hpp"
+#include "cuda_streams/verify.hpp"
+
+namespace {
+
+TEST(Median, OddEvenAndUnsortedInput) {
+  EXPECT_DOUBLE_EQ(cs::median({3.0}), 3.0);
+  EXPECT_DOUBLE_EQ(cs::median({5.0, 1.0, 3.0}), 3.0);
+  EXPECT_DOUBLE_EQ(cs::median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_DOUBLE_EQ(cs::median({1.0, 1.0, 100.0}), 1.0);  // one outlier does not move it
+}
+
+TEST(Median, RefusesNoSamples) { EXPECT_THROW(cs::median({}), std::invalid_argument); }
+
+TEST(Summarize, MinMaxCount) {
+  const cs::Stats stats = cs::summarize({2.0, 9.0, 4.0, 1.0, 5.0});
+  EXPECT_DOUBLE_EQ(stats.median, 4.0);
+  EXPECT_DOUBLE_EQ(stats.min, 1.0);
+  EXPECT_DOUBLE_EQ(stats.max, 9.0);
+  EXPECT_EQ(stats.count, 5);
+  EXPECT_THROW(cs::summarize({}), std::invalid_argument);
+}
+
+TEST(Compare, FindsEveryMismatchAndKeepsTheFirst) {
+  const std::vector<int> want = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<int> got = want;
+  got[1] = 10;
+  got[6] = -6;
+  const cs::Comparison result = cs::compare(got.data(), want.data(), got.size(), 0.0, 1);
+  EXPECT_EQ(result.total, 8u);
+  EXPECT_EQ(result.wrong, 2u);
+  ASSERT_EQ(result.first.size(), 1u);
+  EXPECT_EQ(result.first[0].index, 1u);
+  EXPECT_DOUBLE_EQ(result.first[0].got, 10.0);
+  EXPECT_DOUBLE_EQ(result.first[0].want, 1.0);
+}
+
+TEST(Compare, ToleranceIsRelativeAboveOneAndNaNNeverMatches) {
+  const std::vector<float> want = {1000.0f, 0.5f, 1.0f};
+  const std::vector<float> close = {1000.5f, 0.5004f, 1.0f};
+  EXPECT_EQ(cs::compare(close.data(), want.data(), 3, 1e-3).wrong, 0u);
+  EXPECT_EQ(cs::compare(close.data(), want.data(), 3, 1e-5).wrong, 2u);
+  const std::vector<float> nan = {1000.0f, std::nanf(""), 1.0f};
+  EXPECT_EQ(cs::compare(nan.data(), want.data(), 3, 1.0).wrong, 1u);
+}
+
+TEST(Verify, CountsAsACheckAndFailsOnMismatch) {
+  cs::reset_checks();
+  EXPECT_TRUE(cs::verify("same", std::vector<int>{1, 2}, std::vector<int>{1, 2}));
+  EXPECT_FALSE(cs::verify("different", std::vector<int>{1, 3}, std::vector<int>{1, 2}));
+  EXPECT_FALSE(cs::verify("lengths", std::vector<int>{1}, std::vector<int>{1, 2}));
+  EXPECT_FALSE(cs::verify("empty", std::vector<int>{}, std::vector<int>{}));
+  EXPECT_EQ(cs::checks_run(), 4);
+  EXPECT_EQ(cs::checks_failed(), 3);
+  cs::reset_checks();
+}
+
+}  // namespace
