@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds the chapters if needed and runs each of them in order, then prints a summary table.
+#
+#   scripts/run_chapters.sh [REGEX]     # only the chapters whose folder names match REGEX
+#
+# Uses the "default" preset's build folder (build/). Each chapter's own output is shown under a
+# header; the table at the end gives each chapter's result and time. Exit status 0 when every
+# chapter that ran passed.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+filter=${1:-.}
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null 2>&1; then
+  export CMAKE_GENERATOR=Ninja
+fi
+if [ ! -f build/CMakeCache.txt ]; then
+  cmake --preset default >/dev/null || { echo "configure failed: run 'cmake --preset default'"; exit 1; }
+fi
+echo "Building the chapters (cmake --build --preset default)..."
+if ! cmake --build --preset default --parallel >build/run_chapters_build.log 2>&1; then
+  cat build/run_chapters_build.log
+  echo "build failed"
+  exit 1
+fi
+
+chapters=()
+for dir in chapters/[0-9][0-9]_*/; do
+  name=$(basename "$dir")
+  [[ "$name" =~ $filter ]] && chapters+=("$name")
+done
+if [ ${#chapters[@]} -eq 0 ]; then
+  echo "no chapter matches '$filter'"
+  exit 2
+fi
+
+results=()
+seconds=()
+no_gpu_reason=""
+failures=0
+for name in "${chapters[@]}"; do
+  program=build/bin/$name
+  if [ ! -x "$program" ]; then
+    results+=("not built"); seconds+=("-")
+    continue
+  fi
+  if [ -n "$no_gpu_reason" ]; then
+    results+=("skipped"); seconds+=("-")
+    continue
+  fi
+  start=$(date +%s.%N)
+  output=$("$program" 2>&1)
+  status=$?
+  elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  if [ $status -eq 77 ]; then
+    # No GPU (or no driver): say it once, and do not try the other chapters.
+    no_gpu_reason=$(printf '%s\n' "$output" | sed -n 's/^SKIP: //p' | head -n 1)
+    results+=("skipped"); seconds+=("-")
+    continue
+  fi
+  printf '\n==================== %s ====================\n%s\n' "$name" "$output"
+  case $status in
+    0) results+=("PASS") ;;
+    1) results+=("FAIL"); failures=$((failures + 1)) ;;
+    *) results+=("exit $status"); failures=$((failures + 1)) ;;
+  esac
+  seconds+=("$elapsed")
+done
+
+echo
+if [ -n "$no_gpu_reason" ]; then
+  echo "This machine cannot run the chapters: $no_gpu_reason."
+  echo "They were built; run them on a machine with an NVIDIA GPU and driver."
+  echo
+fi
+printf '%-32s %-10s %8s\n' "chapter" "result" "seconds"
+printf '%-32s %-10s %8s\n' "-------" "------" "-------"
+for i in "${!chapters[@]}"; do
+  printf '%-32s %-10s %8s\n' "${chapters[$i]}" "${results[$i]}" "${seconds[$i]}"
+done
+exit $((failures > 0))

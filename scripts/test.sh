@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Configures, builds and runs the whole test suite through a CMake preset.
+#
+#   scripts/test.sh [extra cmake configure arguments...]
+#
+# The preset is "default" (the GPU in hand), or "ci" (warnings are errors) when CI=true, or
+# whatever CUDA_STREAMS_PRESET names. Extra arguments go to the configure step, e.g.
+# scripts/test.sh -DCMAKE_CUDA_ARCHITECTURES=90. Without a GPU, the chapter tests report
+# "skipped" and the host, argument and documentation tests still run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+preset=${CUDA_STREAMS_PRESET:-default}
+if [ -z "${CUDA_STREAMS_PRESET:-}" ] && [ "${CI:-}" = "true" ]; then
+  preset=ci
+fi
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null 2>&1; then
+  export CMAKE_GENERATOR=Ninja
+fi
+cmake --preset "$preset" "$@"
+cmake --build --preset "$preset" --parallel
+ctest --preset "$preset"
