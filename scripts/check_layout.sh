@@ -11,8 +11,8 @@ for dir in "$root"/chapters/[0-9][0-9]_*/; do
   count=$((count + 1))
   name=$(basename "$dir")
   number=${name%%_*}
-  ls "$dir"/*.cu "$dir"/*.cpp >/dev/null 2>&1 || say "$name: no program (.cu)"
-  for program in "$dir"/*.cu; do
+  compgen -G "$dir*.cu" >/dev/null || compgen -G "$dir*.cpp" >/dev/null || say "$name: no program (.cu)"
+  for program in "$dir"*.cu "$dir"*.cpp; do
     [ -f "$program" ] || continue
     head -c 2 "$program" | grep -q '^/[/*]' || say "$name: $(basename "$program") does not open with its lesson comment"
   done

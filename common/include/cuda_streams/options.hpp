@@ -21,12 +21,13 @@ namespace cs {
 
 /// What parse() found.
 struct ParseResult {
+  /// The three outcomes of parsing.
   enum class Status {
     ok,     ///< every flag was known and valid
     help,   ///< `--help` was given: print usage() and exit 0
     error,  ///< a bad command line: print message and exit 2
   };
-  Status status = Status::ok;
+  Status status = Status::ok;  ///< which outcome
   std::string message;  ///< for errors: one line naming the flag and the accepted values
 };
 

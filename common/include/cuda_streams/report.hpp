@@ -23,8 +23,13 @@ enum class Compare {
  * @brief Formats one CHECK line (pure; used by check()).
  *
  * Example: `CHECK concurrency_speedup: 7.91x >= 6.00x (0.75 x 8 streams) ... PASS`.
+ * @param name the property, one word (`concurrency_speedup`).
+ * @param measured what this run measured.
+ * @param compare whether @p measured must be at least or at most @p bar.
+ * @param bar the threshold.
  * @param unit appended to both numbers ("x", " ms", " GB/s"); may be empty.
  * @param why what the bar stands for; omitted from the line when empty.
+ * @param passed the verdict to print.
  */
 std::string format_check(const std::string& name, double measured, Compare compare, double bar,
                          const std::string& unit, const std::string& why, bool passed);
