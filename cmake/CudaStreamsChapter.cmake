@@ -17,6 +17,13 @@ if(CUDA_STREAMS_SANITIZER)
   message(STATUS "cuda-streams: compute-sanitizer found: the 'sanitizer' tests are registered")
 endif()
 
+# Records @p chapter (and its program @p source, relative to the chapter folder) for the
+# documentation: its lesson becomes a page, in folder order, ending in its program's source.
+function(cuda_streams_register_chapter chapter source)
+  set_property(GLOBAL APPEND PROPERTY CUDA_STREAMS_CHAPTERS ${chapter})
+  set_property(GLOBAL PROPERTY CUDA_STREAMS_CHAPTER_SOURCE_${chapter} chapters/${chapter}/${source})
+endfunction()
+
 function(cuda_streams_chapter)
   cmake_parse_arguments(ARG "" "SOURCE;VARIANT" "VARIANT_FLAGS" ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS)
@@ -40,9 +47,7 @@ function(cuda_streams_chapter)
     cuda_streams_warnings(${exe})
   endforeach()
 
-  set_property(GLOBAL APPEND PROPERTY CUDA_STREAMS_CHAPTERS ${chapter})
-  set_property(GLOBAL APPEND PROPERTY CUDA_STREAMS_DOC_INPUTS
-               ${CMAKE_CURRENT_SOURCE_DIR}/README.md ${CMAKE_CURRENT_SOURCE_DIR}/${ARG_SOURCE})
+  cuda_streams_register_chapter(${chapter} ${ARG_SOURCE})
 
   if(CUDA_STREAMS_TESTS)
     foreach(exe IN LISTS executables)
