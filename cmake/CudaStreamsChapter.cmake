@@ -61,7 +61,80 @@ function(cuda_streams_chapter)
     endif()
     set(CHAPTER ${chapter})
     include(${test_file})
+    if(CUDA_STREAMS_EXERCISES AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/exercise.cu)
+      cuda_streams_exercise(${chapter})
+    endif()
   endif()
+endfunction()
+
+# Builds chapters/NN_topic/exercise.cu as NN_topic_exercise, and the instructor's solution
+# (tests/exercises/NN_topic.cmake applies it with exercise_solution()) as
+# NN_topic_exercise_solved; exercise_test() there registers the same test for both.
+function(cuda_streams_exercise chapter)
+  set(solution_file ${PROJECT_SOURCE_DIR}/tests/exercises/${chapter}.cmake)
+  if(NOT EXISTS ${solution_file})
+    message(FATAL_ERROR "chapter ${chapter} has an exercise but no ${solution_file}")
+  endif()
+  set(EXERCISE ${chapter}_exercise)
+  set(EXERCISE_SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/exercise.cu)
+  add_executable(${EXERCISE} exercise.cu)
+  target_link_libraries(${EXERCISE} PRIVATE cuda_streams::common)
+  cuda_streams_warnings(${EXERCISE})
+  chapter_test(NAME args.unknown_flag EXE ${EXERCISE} ARGS --no-such-flag EXIT 2
+               MATCH "unknown flag '--no-such-flag'" LABELS args host exercise)
+  include(${solution_file})
+endfunction()
+
+# exercise_solution(REPLACE old new [REPLACE old new ...])
+#
+# Writes the exercise's source with each `old` text replaced by `new` (each must occur) and
+# builds it as <chapter>_exercise_solved.
+function(exercise_solution)
+  file(READ ${EXERCISE_SOURCE} text)
+  set(rest ${ARGN})
+  while(rest)
+    list(LENGTH rest remaining)
+    list(GET rest 0 keyword)
+    if(NOT keyword STREQUAL "REPLACE" OR remaining LESS 3)
+      message(FATAL_ERROR "exercise_solution: expected REPLACE old new, got: ${rest}")
+    endif()
+    list(GET rest 1 old)
+    list(GET rest 2 new)
+    list(REMOVE_AT rest 0 1 2)
+    string(FIND "${text}" "${old}" found)
+    if(found EQUAL -1)
+      message(FATAL_ERROR "exercise_solution for ${EXERCISE}: the text to replace is not in "
+                          "exercise.cu any more:\n${old}")
+    endif()
+    string(REPLACE "${old}" "${new}" text "${text}")
+  endwhile()
+  set(solved ${CMAKE_CURRENT_BINARY_DIR}/exercise_solved.cu)
+  file(WRITE ${solved} "${text}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${EXERCISE_SOURCE})
+  add_executable(${EXERCISE}_solved ${solved})
+  target_link_libraries(${EXERCISE}_solved PRIVATE cuda_streams::common)
+  cuda_streams_warnings(${EXERCISE}_solved)
+endfunction()
+
+# exercise_test([NAME name] [ARGS ...] [MATCH ...] [NO_MATCH ...] [ENV ...] [TIMING])
+#
+# The test that a student's exercise must pass, registered for the exercise (it fails until
+# the exercise is fixed) and for the solved build (it must pass). Labels: exercise, gpu, and
+# timing with TIMING.
+function(exercise_test)
+  cmake_parse_arguments(ARG "TIMING" "NAME" "ARGS;MATCH;NO_MATCH;ENV" ${ARGN})
+  set(name exercise)
+  if(ARG_NAME)
+    set(name exercise.${ARG_NAME})
+  endif()
+  set(labels exercise gpu)
+  if(ARG_TIMING)
+    list(APPEND labels timing)
+  endif()
+  foreach(exe ${EXERCISE} ${EXERCISE}_solved)
+    chapter_test(NAME ${name} EXE ${exe} ARGS ${ARG_ARGS} MATCH ${ARG_MATCH} NO_MATCH ${ARG_NO_MATCH}
+                 ENV ${ARG_ENV} LABELS ${labels})
+  endforeach()
 endfunction()
 
 # chapter_test(NAME name [EXE target] [ARGS args...] [EXIT code] [MATCH regex...]
