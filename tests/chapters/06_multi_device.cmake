@@ -1,0 +1,79 @@
+# Chapter 06: several devices. The one-GPU tests run everywhere there is a GPU; the tests that
+# need two devices carry the label multigpu and skip (77) on a machine with one.
+
+# Everything this machine can run; on one GPU the two-device parts are listed as skipped.
+chapter_test(NAME all LABELS gpu timing ARGS --part all
+             MATCH "CHECK nonexistent_device_rejected: .* PASS"
+                   "CHECK stream_owner: .* PASS"
+                   "CHECK split_result: 0 of 8388608 values differ"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME enumerate LABELS gpu ARGS --part enumerate
+             MATCH "current device: 0"
+                   "CHECK nonexistent_device_rejected: cudaSetDevice\\([0-9]+\\) returned cudaErrorInvalidDevice, device 0 is still current ... PASS")
+chapter_test(NAME ownership LABELS gpu ARGS --part ownership
+             MATCH "CHECK stream_owner: streams created on devices .* PASS"
+                   "CHECK memory_owner: .* PASS"
+                   "CHECK seed_c_equals_a_plus_b: 0 of 2 values differ"
+                   "CHECK seed_z_equals_x_plus_y: 0 of 2 values differ"
+                   "CHECK seed_c_on_cuda1: .* PASS"
+                   "All [0-9]+ checks passed")
+chapter_test(NAME split LABELS gpu ARGS --part split
+             MATCH "CHECK split_result: 0 of 8388608 values differ" "device 0" "All [0-9]+ checks passed")
+chapter_test(NAME split_device_list LABELS gpu ARGS --part split --devices 0 --elements 1000003 --steps 100
+             MATCH "Devices used: 0 of" "CHECK split_result: 0 of 1000003 values differ")
+# A device index the machine does not have is a bad command line once the device count is known.
+chapter_test(NAME devices_not_present LABELS gpu ARGS --part split --devices 0,1000 EXIT 2
+             MATCH "--devices 0,1000: device 1000 does not exist; this machine has [0-9]+ CUDA device")
+chapter_test(NAME trace_file LABELS gpu ARGS --part split --elements 64K --steps 16 --trace split_trace.json
+             MATCH "Trace written to split_trace.json")
+
+# Two devices or more (skipped with 77 on one GPU).
+chapter_test(NAME foreign_stream LABELS gpu multigpu ARGS --part foreign-stream
+             MATCH "CHECK foreign_stream_launch_rejected: the launch returned cuda.* PASS"
+                   "CHECK foreign_event_record_rejected: .* PASS"
+                   "CHECK refused_launch_did_not_run: 0 of"
+                   "CHECK launch_with_owner_current: 0 of")
+chapter_test(NAME split_two_devices LABELS gpu multigpu ARGS --part scaling --devices 0,1 --no-timing
+             MATCH "CHECK scaling_split_result: 0 of 8388608 values differ")
+chapter_test(NAME peer LABELS gpu multigpu timing ARGS --part peer
+             MATCH "cudaMemcpyPeerAsync 0 -> 1: [0-9.]+ GB/s" "CHECK peer_copy_0_to_1: 0 of"
+                   "CHECK peer_copy_1_to_0: 0 of" "All [0-9]+ checks passed")
+chapter_test(NAME cross_event LABELS gpu multigpu ARGS --part cross-event
+             MATCH "CHECK cross_device_wait: 0 of 4194304 values differ" "All [0-9]+ checks passed")
+chapter_test(NAME scaling LABELS gpu multigpu timing ARGS --part scaling
+             MATCH "CHECK scaling_speedup: .* PASS")
+
+# Command-line validation, before any CUDA call.
+chapter_test(NAME args.part_unknown LABELS args host ARGS --part everything EXIT 2
+             MATCH "--part expects one of all, enumerate, ownership, foreign-stream, split, peer, cross-event, scaling, got 'everything'")
+chapter_test(NAME args.devices_duplicate LABELS args host ARGS --devices 0,0 EXIT 2
+             MATCH "--devices expects a comma-separated list of distinct integers from 0 to 1023, got '0,0'")
+chapter_test(NAME args.devices_not_a_number LABELS args host ARGS --devices 0,one EXIT 2
+             MATCH "--devices expects a comma-separated list .* got '0,one'")
+chapter_test(NAME args.devices_empty_item LABELS args host ARGS --devices 0,,1 EXIT 2
+             MATCH "--devices expects a comma-separated list .* got '0,,1'")
+chapter_test(NAME args.devices_negative LABELS args host ARGS --devices -1 EXIT 2
+             MATCH "--devices expects a comma-separated list .* got '-1'")
+chapter_test(NAME args.devices_too_big LABELS args host ARGS --devices 0,5000 EXIT 2
+             MATCH "--devices expects a comma-separated list of distinct integers from 0 to 1023, got '0,5000'")
+chapter_test(NAME args.devices_needs_value LABELS args host ARGS --devices EXIT 2
+             MATCH "--devices needs a value")
+chapter_test(NAME args.elements_zero LABELS args host ARGS --elements 0 EXIT 2
+             MATCH "--elements expects a whole number from 1024 to 268435456 .* got '0'")
+chapter_test(NAME args.elements_negative LABELS args host ARGS --elements -5 EXIT 2
+             MATCH "--elements expects a whole number .* got '-5'")
+chapter_test(NAME args.elements_not_a_number LABELS args host ARGS --elements lots EXIT 2
+             MATCH "--elements expects a whole number .* got 'lots'")
+chapter_test(NAME args.elements_too_big LABELS args host ARGS --elements 1G EXIT 2
+             MATCH "--elements expects a whole number from 1024 to 268435456 .* got '1G'")
+chapter_test(NAME args.steps_zero LABELS args host ARGS --steps 0 EXIT 2
+             MATCH "--steps expects an integer from 1 to 1048576, got '0'")
+chapter_test(NAME args.steps_negative LABELS args host ARGS --steps -3 EXIT 2
+             MATCH "--steps expects an integer from 1 to 1048576, got '-3'")
+chapter_test(NAME args.steps_not_a_number LABELS args host ARGS --steps many EXIT 2
+             MATCH "--steps expects an integer .* got 'many'")
+chapter_test(NAME args.steps_too_big LABELS args host ARGS --steps 2000000 EXIT 2
+             MATCH "--steps expects an integer from 1 to 1048576, got '2000000'")
+
+chapter_sanitizer_tests(ARGS --part all --elements 64K --steps 64)

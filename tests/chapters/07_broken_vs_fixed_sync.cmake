@@ -1,0 +1,102 @@
+# Chapter 07: every case is a pair. A broken variant passes its test when it reproduces its bug
+# (exit status 3, and the words that say what went wrong); a fixed variant when it is right (0).
+# The producers spin 50 ms against consumers of microseconds, so neither may ever flip.
+
+chapter_test(NAME list LABELS host ARGS --list
+             MATCH "host-read" "cross-stream" "reuse" "use-after-free" "over-sync" "legacy-default")
+
+# host-read: reading a pinned buffer right after cudaMemcpyAsync.
+chapter_test(NAME host_read.broken LABELS gpu ARGS --case host-read --broken EXIT 3
+             MATCH "BUG REPRODUCED: the host read [0-9]+ of 1048576 expected values: it did not wait for cudaMemcpyAsync to finish"
+                   "CHECK host_read_after_sync: 0 of 1048576 values differ"
+                   "Exit status 3: the bug was reproduced")
+chapter_test(NAME host_read.fixed LABELS gpu ARGS --case host-read --fixed
+             MATCH "CHECK host_read_after_event_sync: 0 of 1048576 values differ" "Why it is right"
+             NO_MATCH "BUG REPRODUCED")
+
+# cross-stream: the seed's normal_() on stream p and sum() on stream s.
+chapter_test(NAME cross_stream.broken LABELS gpu ARGS --case cross-stream --broken EXIT 3
+             MATCH "BUG REPRODUCED: the consumer read [0-9]+ of 1048576 expected values \\(sum [0-9]+ instead of 3145726\\): it did not wait for the producer")
+chapter_test(NAME cross_stream.fixed LABELS gpu ARGS --case cross-stream --fixed
+             MATCH "CHECK cross_stream_sum: the consumer read 1048576 of 1048576 expected values \\(sum 3145726, as on the CPU\\) ... PASS"
+             NO_MATCH "BUG REPRODUCED")
+
+# reuse: the next iteration overwrites a buffer another stream still reads.
+chapter_test(NAME reuse.broken LABELS gpu ARGS --case reuse --broken EXIT 3
+             MATCH "BUG REPRODUCED: the reader saw [0-9]+ of 1048576 values of iteration 1: the writer overwrote the buffer")
+chapter_test(NAME reuse.fixed LABELS gpu ARGS --case reuse --fixed
+             MATCH "CHECK reader_saw_iteration_1: 0 of 1048576 values differ"
+                   "CHECK buffer_holds_iteration_2: 0 of 1048576 values differ"
+             NO_MATCH "BUG REPRODUCED")
+
+# use-after-free: cudaFreeAsync on the allocating stream while another stream reads.
+chapter_test(NAME use_after_free.broken LABELS gpu ARGS --case use-after-free --broken EXIT 3
+             MATCH "returned the same block"
+                   "BUG REPRODUCED: the reader saw [0-9]+ of 1048576 values of its own buffer: cudaFreeAsync on stream owner released the block")
+chapter_test(NAME use_after_free.fixed LABELS gpu ARGS --case use-after-free --fixed
+             MATCH "CHECK reader_saw_its_buffer: 0 of 1048576 values differ"
+                   "CHECK next_allocation_holds_its_data: 0 of 1048576 values differ"
+                   "plain cudaFree of an unrelated buffer"
+             NO_MATCH "BUG REPRODUCED")
+
+# over-sync: right but slow; both variants measure both versions.
+chapter_test(NAME over_sync.broken LABELS gpu timing ARGS --case over-sync --broken EXIT 3
+             MATCH "CHECK over_synced_result: 0 of 16384 values differ"
+                   "CHECK synced_once_result: 0 of 16384 values differ"
+                   "CHECK over_sync_slowdown: .* PASS"
+                   "BUG REPRODUCED: synchronizing after every launch made the same, correct work [0-9.]+x slower")
+chapter_test(NAME over_sync.fixed LABELS gpu timing ARGS --case over-sync --fixed
+             MATCH "CHECK synced_once_result: 0 of 16384 values differ"
+                   "CHECK sync_once_speedup: .* PASS"
+             NO_MATCH "BUG REPRODUCED")
+chapter_test(NAME over_sync.fixed_no_timing LABELS gpu ARGS --case over-sync --fixed --no-timing
+             MATCH "CHECK synced_once_result: 0 of 16384 values differ" "CHECK over_sync_slowdown: skipped")
+
+# legacy-default: stream 0 hides the race between blocking streams.
+chapter_test(NAME legacy_default.broken LABELS gpu ARGS --case legacy-default --broken EXIT 3
+             MATCH "CHECK blocking_streams_look_right: with cudaStreamCreate streams the consumer read 1048576 of 1048576 expected values .* PASS"
+                   "BUG REPRODUCED: with non-blocking streams the consumer read [0-9]+ of 1048576 expected values")
+chapter_test(NAME legacy_default.fixed LABELS gpu ARGS --case legacy-default --fixed
+             MATCH "CHECK event_wait_sum: the consumer read 1048576 of 1048576 expected values .* PASS"
+             NO_MATCH "BUG REPRODUCED")
+
+# Every case at once.
+chapter_test(NAME all.broken LABELS gpu timing ARGS --case all --broken EXIT 3
+             MATCH "Exit status 3: the bug was reproduced" NO_MATCH "bug NOT reproduced")
+chapter_test(NAME all.fixed LABELS gpu timing ARGS --case all --fixed
+             MATCH "All [0-9]+ checks passed" NO_MATCH "BUG REPRODUCED" "FAIL")
+chapter_test(NAME trace_file LABELS gpu ARGS --case cross-stream --fixed --trace cross_stream.json
+             MATCH "Trace written to cross_stream.json")
+
+# Command-line validation, before any CUDA call.
+chapter_test(NAME args.case_unknown LABELS args host ARGS --case nope --fixed EXIT 2
+             MATCH "--case expects one of host-read, cross-stream, reuse, use-after-free, over-sync, legacy-default, all, got 'nope'")
+chapter_test(NAME args.broken_and_fixed LABELS args host ARGS --case host-read --broken --fixed EXIT 2
+             MATCH "--broken and --fixed: give one of them, not both")
+# With neither flag, the whole lesson: every case broken, then fixed.
+chapter_test(NAME lesson LABELS gpu timing EXIT 0
+             MATCH "CHECK host_read_bug_shown: the bug showed ... PASS"
+                   "CHECK legacy_default_bug_shown: the bug showed ... PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME args.broken_without_timing LABELS args host ARGS --case over-sync --broken --no-timing EXIT 2
+             MATCH "--no-timing with --broken: over-sync's bug is its running time")
+chapter_test(NAME args.delay_zero LABELS args host ARGS --delay-ms 0 --fixed EXIT 2
+             MATCH "--delay-ms expects an integer from 1 to 10000, got '0'")
+chapter_test(NAME args.delay_negative LABELS args host ARGS --delay-ms -5 --fixed EXIT 2
+             MATCH "--delay-ms expects an integer from 1 to 10000, got '-5'")
+chapter_test(NAME args.delay_not_a_number LABELS args host ARGS --delay-ms slow --fixed EXIT 2
+             MATCH "--delay-ms expects an integer .* got 'slow'")
+chapter_test(NAME args.delay_too_big LABELS args host ARGS --delay-ms 20000 --fixed EXIT 2
+             MATCH "--delay-ms expects an integer from 1 to 10000, got '20000'")
+chapter_test(NAME args.elements_zero LABELS args host ARGS --elements 0 --fixed EXIT 2
+             MATCH "--elements expects a whole number from 1024 to 67108864 .* got '0'")
+chapter_test(NAME args.elements_negative LABELS args host ARGS --elements -1 --fixed EXIT 2
+             MATCH "--elements expects a whole number .* got '-1'")
+chapter_test(NAME args.elements_not_a_number LABELS args host ARGS --elements many --fixed EXIT 2
+             MATCH "--elements expects a whole number .* got 'many'")
+chapter_test(NAME args.elements_too_big LABELS args host ARGS --elements 1G --fixed EXIT 2
+             MATCH "--elements expects a whole number from 1024 to 67108864 .* got '1G'")
+
+# The fixed variants must be clean under every tool (the broken ones are wrong on purpose).
+chapter_sanitizer_tests(ARGS --case all --fixed --elements 256K)
