@@ -82,6 +82,8 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
 
   /// Forgets all spans and records the origin (time zero) on @p stream. Call while the GPU is idle.
+  /// common/ is built without `--default-stream per-thread`, so a null @p stream here is the
+  /// legacy default stream even in a per-thread build: pass `cudaStreamPerThread` explicitly there.
   void start(cudaStream_t stream = nullptr);
 
   /// Records the start of a span of @p kind on row @p row (created on first use) in @p stream.

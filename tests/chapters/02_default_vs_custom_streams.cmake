@@ -1,0 +1,120 @@
+# Chapter 02: the default stream vs created streams, built twice: with the legacy default stream
+# (02_default_vs_custom_streams) and with --default-stream per-thread (..._per_thread).
+set(ch02_legacy ${CHAPTER})
+set(ch02_per_thread ${CHAPTER}_per_thread)
+
+# Results: every part, run once without timing, verifies its kernels against the host's records.
+foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
+  chapter_test(NAME result EXE ${exe} ARGS --no-timing LABELS gpu
+               MATCH "CHECK concurrency_kernel_runs: 0 of [0-9]+ values differ.*PASS"
+                     "CHECK threads_kernel_runs: 0 of [0-9]+ values differ.*PASS"
+                     "CHECK seed_mm_C \\(4096 entries of A x A\\): 0 of 4096 values differ.*PASS"
+                     "CHECK seed_res2 \\(t2 \\* 3\\): 0 of 1000000 values differ.*PASS"
+                     "torch.Size\\(\\[1000, 1000\\]\\) torch.Size\\(\\[1000, 1000\\]\\)"
+                     "All [0-9]+ checks passed")
+endforeach()
+
+# Timing, legacy build: stream 0 is the legacy default stream.
+chapter_test(NAME timing.concurrency ARGS --part concurrency LABELS gpu timing
+             MATCH "CHECK concurrency_speedup: .* PASS")
+chapter_test(NAME timing.legacy ARGS --part legacy LABELS gpu timing
+             MATCH "CHECK stream0_serializes_blocking_streams: .* PASS"
+                   "CHECK cudaStreamLegacy_serializes: .* PASS"
+                   "CHECK cudaStreamPerThread_does_not_serialize: .* PASS")
+chapter_test(NAME timing.threads ARGS --part threads LABELS gpu timing
+             MATCH "CHECK threads_share_the_legacy_stream: .* PASS")
+chapter_test(NAME timing.seed ARGS --part seed LABELS gpu timing
+             MATCH "CHECK seed_mm_two_streams: .* PASS" "CHECK seed_sync_inside_is_serial: .* PASS"
+                   "CHECK seed_sync_once_overlaps: .* PASS")
+
+# Timing, per-thread build: stream 0 is each host thread's own stream.
+chapter_test(NAME timing.concurrency EXE ${ch02_per_thread} ARGS --part concurrency
+             LABELS gpu timing MATCH "CHECK concurrency_speedup: .* PASS")
+chapter_test(NAME timing.legacy EXE ${ch02_per_thread} ARGS --part legacy LABELS gpu timing
+             MATCH "CHECK stream0_does_not_serialize: .* PASS"
+                   "CHECK cudaStreamLegacy_serializes: .* PASS"
+                   "CHECK cudaStreamPerThread_does_not_serialize: .* PASS")
+chapter_test(NAME timing.threads EXE ${ch02_per_thread} ARGS --part threads LABELS gpu timing
+             MATCH "CHECK threads_run_concurrently: .* PASS")
+chapter_test(NAME timing.seed EXE ${ch02_per_thread} ARGS --part seed LABELS gpu timing
+             MATCH "CHECK seed_sync_inside_is_serial: .* PASS"
+                   "CHECK seed_sync_once_overlaps: .* PASS")
+
+# Hardware queues: the variable must be in the environment before the program starts.
+foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
+  chapter_test(NAME timing.connections_8 EXE ${exe} ARGS --part connections LABELS gpu timing
+               ENV CUDA_DEVICE_MAX_CONNECTIONS=8
+               MATCH "CUDA_DEVICE_MAX_CONNECTIONS = 8 \\(from the environment\\)"
+                     "CHECK false_dependencies: .* PASS" "CHECK breadth_first_no_slower: .* PASS")
+  chapter_test(NAME timing.connections_32 EXE ${exe} ARGS --part connections LABELS gpu timing
+               ENV CUDA_DEVICE_MAX_CONNECTIONS=32
+               MATCH "CUDA_DEVICE_MAX_CONNECTIONS = 32 \\(from the environment\\)"
+                     "CHECK depth_first_within_ideal: .* PASS"
+                     "CHECK breadth_first_within_ideal: .* PASS")
+endforeach()
+
+# Bad command lines: exit 2 and one line naming the flag and its range, before any CUDA call.
+function(ch02_bad_value flag case value message)
+  chapter_test(NAME args.${flag}_${case} ARGS --${flag} ${value} EXIT 2 MATCH "${message}"
+               LABELS args host)
+endfunction()
+foreach(case_value IN ITEMS "zero=0" "negative=-1" "text=many" "too_big=65")
+  string(REPLACE "=" ";" pair ${case_value})
+  list(GET pair 0 case)
+  list(GET pair 1 value)
+  ch02_bad_value(kernels ${case} ${value} "--kernels expects an integer from 1 to 64, got '${value}'")
+endforeach()
+foreach(case_value IN ITEMS "zero=0" "negative=-2" "text=fast" "too_small=0.05" "too_big=21")
+  string(REPLACE "=" ";" pair ${case_value})
+  list(GET pair 0 case)
+  list(GET pair 1 value)
+  ch02_bad_value(kernel-ms ${case} ${value}
+                 "--kernel-ms expects a number from 0.1 to 20, got '${value}'")
+endforeach()
+foreach(case_value IN ITEMS "zero=0" "negative=-4" "text=four" "too_big=33")
+  string(REPLACE "=" ";" pair ${case_value})
+  list(GET pair 0 case)
+  list(GET pair 1 value)
+  ch02_bad_value(threads ${case} ${value} "--threads expects an integer from 1 to 32, got '${value}'")
+endforeach()
+foreach(case_value IN ITEMS "zero=0" "negative=-32" "text=lots" "too_big=129")
+  string(REPLACE "=" ";" pair ${case_value})
+  list(GET pair 0 case)
+  list(GET pair 1 value)
+  ch02_bad_value(streams ${case} ${value} "--streams expects an integer from 1 to 128, got '${value}'")
+endforeach()
+foreach(case_value IN ITEMS "zero=0" "negative=-1000" "text=big" "too_small=15" "too_big=4097")
+  string(REPLACE "=" ";" pair ${case_value})
+  list(GET pair 0 case)
+  list(GET pair 1 value)
+  ch02_bad_value(matrix ${case} ${value} "--matrix expects an integer from 16 to 4096, got '${value}'")
+endforeach()
+foreach(case_value IN ITEMS "zero=0" "negative=-5" "text=five" "too_big=51")
+  string(REPLACE "=" ";" pair ${case_value})
+  list(GET pair 0 case)
+  list(GET pair 1 value)
+  ch02_bad_value(repeats ${case} ${value} "--repeats expects an integer from 1 to 50, got '${value}'")
+endforeach()
+ch02_bad_value(part unknown overlap
+               "--part expects one of all, concurrency, legacy, threads, connections, seed, got 'overlap'")
+chapter_test(NAME args.part_missing_value ARGS --part EXIT 2 MATCH "--part needs a value"
+             LABELS args host)
+# The per-thread build parses the same flags.
+chapter_test(NAME args.kernels_zero EXE ${ch02_per_thread} ARGS --kernels 0 EXIT 2
+             MATCH "--kernels expects an integer from 1 to 64, got '0'" LABELS args host)
+# CUDA_DEVICE_MAX_CONNECTIONS is validated like a flag: the driver takes 1..32.
+foreach(case_value IN ITEMS "zero=0" "text=eight" "too_big=33" "negative=-8")
+  string(REPLACE "=" ";" pair ${case_value})
+  list(GET pair 0 case)
+  list(GET pair 1 value)
+  chapter_test(NAME args.connections_env_${case} ARGS --part connections EXIT 2
+               ENV CUDA_DEVICE_MAX_CONNECTIONS=${value}
+               MATCH "CUDA_DEVICE_MAX_CONNECTIONS must be an integer from 1 to 32, got '${value}'"
+               LABELS args host)
+endforeach()
+
+# compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on a small, quick run.
+foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
+  chapter_sanitizer_tests(EXE ${exe}
+                          ARGS --kernels 2 --kernel-ms 0.1 --threads 2 --streams 4 --matrix 64)
+endforeach()
