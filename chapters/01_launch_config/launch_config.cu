@@ -185,9 +185,8 @@ int main(int argc, char** argv) {
     const dim3 threads(block);
     const dim3 blocks(ceil_div(elements, block));
     std::printf("  1D: %lld elements, <<<%u, %u>>>\n", elements, blocks.x, threads.x);
-    check_coverage("coverage_1d", elements, [&](unsigned* visits) {
-      visit_1d<<<blocks, threads>>>(visits, elements);
-    });
+    check_coverage("coverage_1d", elements,
+                   [&](unsigned* visits) { visit_1d<<<blocks, threads>>>(visits, elements); });
   }
   {
     const int width = 1000, height = 777;
@@ -195,9 +194,8 @@ int main(int argc, char** argv) {
     const dim3 blocks(ceil_div(width, threads.x), ceil_div(height, threads.y));
     std::printf("  2D: %d x %d, <<<(%u, %u), (%u, %u)>>>\n", width, height, blocks.x, blocks.y,
                 threads.x, threads.y);
-    check_coverage("coverage_2d", static_cast<long long>(width) * height, [&](unsigned* visits) {
-      visit_2d<<<blocks, threads>>>(visits, width, height);
-    });
+    check_coverage("coverage_2d", static_cast<long long>(width) * height,
+                   [&](unsigned* visits) { visit_2d<<<blocks, threads>>>(visits, width, height); });
   }
   {
     const int width = 100, height = 70, depth = 33;
@@ -206,10 +204,9 @@ int main(int argc, char** argv) {
                       ceil_div(depth, threads.z));
     std::printf("  3D: %d x %d x %d, <<<(%u, %u, %u), (%u, %u, %u)>>>\n", width, height, depth,
                 blocks.x, blocks.y, blocks.z, threads.x, threads.y, threads.z);
-    check_coverage("coverage_3d", static_cast<long long>(width) * height * depth,
-                   [&](unsigned* visits) {
-                     visit_3d<<<blocks, threads>>>(visits, width, height, depth);
-                   });
+    check_coverage(
+        "coverage_3d", static_cast<long long>(width) * height * depth,
+        [&](unsigned* visits) { visit_3d<<<blocks, threads>>>(visits, width, height, depth); });
   }
 
   // --- Ns: dynamic shared memory, and S: the stream -------------------------------------------
@@ -306,9 +303,10 @@ int main(int argc, char** argv) {
     std::vector<float> got_reversed(tile_input.size());
     CS_CHECK(cudaMemcpy(got_reversed.data(), tile_out, got_reversed.size() * sizeof(float),
                         cudaMemcpyDeviceToHost));
-    std::printf("  %zu KiB after cudaFuncSetAttribute(reverse_tiles, "
-                "cudaFuncAttributeMaxDynamicSharedMemorySize, %zu)\n",
-                tile_bytes / 1024, tile_bytes);
+    std::printf(
+        "  %zu KiB after cudaFuncSetAttribute(reverse_tiles, "
+        "cudaFuncAttributeMaxDynamicSharedMemorySize, %zu)\n",
+        tile_bytes / 1024, tile_bytes);
     cs::verify("large_shared_after_opt_in", got_reversed, want_reversed);
     CS_CHECK(cudaFree(tile_in));
     CS_CHECK(cudaFree(tile_out));
@@ -347,19 +345,21 @@ int main(int argc, char** argv) {
   int per_sm = 0;
   CS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_sums, best_block,
                                                          best_block * sizeof(float)));
-  std::printf("  cudaOccupancyMaxPotentialBlockSize: block %d, at least %d blocks to fill the GPU "
-              "(%d per SM x %d SMs)\n",
-              best_block, min_grid, per_sm, prop.multiProcessorCount);
+  std::printf(
+      "  cudaOccupancyMaxPotentialBlockSize: block %d, at least %d blocks to fill the GPU "
+      "(%d per SM x %d SMs)\n",
+      best_block, min_grid, per_sm, prop.multiProcessorCount);
   const bool power_of_two = best_block > 0 && (best_block & (best_block - 1)) == 0;
   if (power_of_two) {
     // Launch the reduction with the picked size and check it still sums correctly.
     const unsigned picked_blocks = ceil_div(elements, best_block);
     std::vector<float> want_picked(picked_blocks, 0.0f);
-    for (std::size_t i = 0; i < host_input.size(); ++i) want_picked[i / best_block] += host_input[i];
+    for (std::size_t i = 0; i < host_input.size(); ++i)
+      want_picked[i / best_block] += host_input[i];
     float* picked_sums = nullptr;
     CS_CHECK(cudaMalloc(&picked_sums, picked_blocks * sizeof(float)));
     block_sums<<<picked_blocks, best_block, best_block * sizeof(float)>>>(input, picked_sums,
-                                                                         elements);
+                                                                          elements);
     CS_CHECK_LAUNCH();
     std::vector<float> got_picked(picked_blocks);
     CS_CHECK(cudaMemcpy(got_picked.data(), picked_sums, picked_blocks * sizeof(float),

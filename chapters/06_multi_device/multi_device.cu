@@ -199,7 +199,8 @@ struct Context {
   std::size_t elements = 0;  // the split job's size
   int steps = 0;             // LCG steps per element
   const cs::CommonOptions* common = nullptr;
-  bool running_alone = false;  // --part names this one part (not "all")
+  bool running_alone = false;     // --part names this one part (not "all")
+  bool no_invalid_calls = false;  // --no-invalid-calls: leave out the deliberate errors
 };
 
 // Decides whether a part that needs `needed` devices can run. Run alone, a part with too few
@@ -251,6 +252,10 @@ void part_enumerate(const Context& ctx) {
               current_device());
 
   // torch.device('cuda:N') with N >= the device count fails when used; so does cudaSetDevice(N).
+  if (ctx.no_invalid_calls) {
+    cs::check_skipped("nonexistent_device_rejected", "--no-invalid-calls");
+    return;
+  }
   const int missing = ctx.machine_devices;
   const int before = current_device();
   const cudaError_t status = cudaSetDevice(missing);
@@ -406,6 +411,10 @@ void part_ownership(const Context& ctx) {
 
 void part_foreign_stream(const Context& ctx) {
   if (!have_devices(ctx, 2, "foreign-stream")) return;
+  if (ctx.no_invalid_calls) {
+    cs::check_skipped("foreign-stream", "--no-invalid-calls");
+    return;
+  }
   const int home = ctx.devices[0];
   const int away = ctx.devices[1];
   std::printf(
@@ -890,6 +899,7 @@ int main(int argc, char** argv) {
   std::vector<int> devices;  // empty: every device
   std::size_t elements = 8u << 20;
   int steps = 16384;
+  bool no_invalid_calls = false;
   cs::CommonOptions common;
   cs::Options options("06_multi_device",
                       "Devices, the current device, per-device streams, a job split across "
@@ -902,6 +912,8 @@ int main(int argc, char** argv) {
                        "the devices to split the job over, e.g. 0,1 (each must exist)");
   options.add_size("elements", &elements, 1024, 1ull << 28, "elements of the split job");
   options.add_int("steps", &steps, 1, 1 << 20, "LCG steps per element (the job's arithmetic)");
+  options.add_flag("no-invalid-calls", &no_invalid_calls,
+                   "skip the deliberately invalid calls (they are errors to compute-sanitizer)");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
 
@@ -910,8 +922,16 @@ int main(int argc, char** argv) {
   ctx.steps = steps;
   ctx.common = &common;
   ctx.running_alone = part != "all";
+  ctx.no_invalid_calls = no_invalid_calls;
   cs::select_device(common.device);
   ctx.machine_devices = cs::device_count_or_skip();
+  // A part that needs two devices, run alone, skips on a machine with fewer, whatever --devices
+  // says; on a machine with enough devices, --devices is then checked like everywhere else.
+  const std::vector<std::string> two_device_parts = {"foreign-stream", "peer", "cross-event",
+                                                     "scaling"};
+  const bool needs_two =
+      std::find(two_device_parts.begin(), two_device_parts.end(), part) != two_device_parts.end();
+  if (needs_two && ctx.machine_devices < 2) have_devices(ctx, 2, part);
   // A device index can only be checked against the machine: that needs CUDA, so it comes here.
   for (int d : devices) {
     if (d >= ctx.machine_devices) {
@@ -925,12 +945,7 @@ int main(int argc, char** argv) {
     for (int d = 0; d < ctx.machine_devices; ++d) devices.push_back(d);
   }
   ctx.devices = devices;
-  // A part that needs two devices, run alone, skips (or rejects --devices) before any work.
-  const std::vector<std::string> two_device_parts = {"foreign-stream", "peer", "cross-event",
-                                                     "scaling"};
-  if (std::find(two_device_parts.begin(), two_device_parts.end(), part) != two_device_parts.end()) {
-    have_devices(ctx, 2, part);
-  }
+  if (needs_two) have_devices(ctx, 2, part);  // --devices may name fewer than two
   const bool needs_job = part == "all" || part == "split" || part == "scaling";
   if (needs_job) {
     // Scaling runs the whole job on the first device, so the whole job must fit there.
