@@ -1,0 +1,75 @@
+# Tests of chapter 09 (graph capture). CHAPTER is set by cuda_streams_chapter().
+
+# Results: capture status, the graph's shape, replays, in-place updates, the pitfalls.
+chapter_test(NAME results ARGS --no-timing
+             MATCH "CHECK capture_status: .* PASS"
+                   "CHECK graph_shape: prepare -> 4 parallel branches -> combine: 6 kernel nodes, 8 edges ... PASS"
+                   "CHECK replay_results: 0 of [0-9]+ values differ.* PASS"
+                   "CHECK set_params_results: 0 of [0-9]+ values differ.* PASS"
+                   "CHECK exec_update: .* PASS"
+                   "CHECK exec_update_results: 0 of [0-9]+ values differ.* PASS"
+                   "CHECK chain_results: .* PASS"
+                   "CHECK sync_rejected_during_capture: .* PASS"
+                   "CHECK error_not_sticky: .* PASS"
+                   "CHECK capture_modes: .* PASS"
+                   "cudaStreamSynchronize\\(capturing stream\\) returned cuda[A-Za-z]+"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL"
+             LABELS gpu)
+chapter_test(NAME results.three_streams ARGS --no-timing --streams 3 --elements 1000 --replays 7
+             MATCH "CHECK graph_shape: prepare -> 3 parallel branches -> combine: 5 kernel nodes, 6 edges ... PASS"
+                   "All [0-9]+ checks passed"
+             LABELS gpu)
+chapter_test(NAME results.sixteen_streams ARGS --no-timing --streams 16 --elements 4099 --replays 3 --kernels 10
+             MATCH "CHECK graph_shape: prepare -> 16 parallel branches -> combine: 18 kernel nodes, 32 edges ... PASS"
+                   "All [0-9]+ checks passed"
+             LABELS gpu)
+chapter_test(NAME results.no_error_demos ARGS --no-timing --no-error-demos
+             MATCH "CHECK capture_modes: skipped" "All [0-9]+ checks passed"
+             NO_MATCH "returned cudaErrorStreamCapture"
+             LABELS gpu)
+chapter_test(NAME results.dot ARGS --no-timing --no-error-demos --dot ${CMAKE_CURRENT_BINARY_DIR}/fork_join.dot
+             MATCH "wrote the captured graph to .*fork_join.dot" "All [0-9]+ checks passed" LABELS gpu)
+chapter_test(NAME results.trace ARGS --no-timing --no-error-demos
+             --trace ${CMAKE_CURRENT_BINARY_DIR}/graph_capture_trace.json
+             MATCH "Trace written to .*graph_capture_trace.json" LABELS gpu)
+
+# Timing: a graph replay costs at most half as much per kernel as stream launches.
+chapter_test(NAME timing.launch_cost ARGS --no-error-demos
+             MATCH "CHECK graph_launch_cost: .* PASS" "per kernel" LABELS gpu timing)
+
+# Every flag's validation: exit 2 and a message naming the flag and its range; nothing runs.
+function(ch09_rejects name message)
+  chapter_test(NAME args.${name} ARGS ${ARGN} EXIT 2 MATCH "${message}" NO_MATCH "Device [0-9]"
+               LABELS args host)
+endfunction()
+ch09_rejects(streams_two "--streams expects an integer from 3 to 16, got '2'" --streams 2)
+ch09_rejects(streams_zero "--streams expects an integer from 3 to 16, got '0'" --streams 0)
+ch09_rejects(streams_negative "--streams expects an integer from 3 to 16, got '-4'" --streams -4)
+ch09_rejects(streams_not_a_number "--streams expects an integer from 3 to 16, got 'four'" --streams four)
+ch09_rejects(streams_too_big "--streams expects an integer from 3 to 16, got '17'" --streams 17)
+ch09_rejects(elements_zero "--elements expects an integer from 1 to 67108864, got '0'" --elements 0)
+ch09_rejects(elements_negative "--elements expects an integer from 1 to 67108864, got '-1'" --elements -1)
+ch09_rejects(elements_not_a_number "--elements expects an integer from 1 to 67108864, got '1e6'"
+             --elements 1e6)
+ch09_rejects(elements_too_big "--elements expects an integer from 1 to 67108864, got '67108865'"
+             --elements 67108865)
+ch09_rejects(replays_zero "--replays expects an integer from 1 to 100000, got '0'" --replays 0)
+ch09_rejects(replays_negative "--replays expects an integer from 1 to 100000, got '-5'" --replays -5)
+ch09_rejects(replays_not_a_number "--replays expects an integer from 1 to 100000, got 'x'" --replays x)
+ch09_rejects(replays_too_big "--replays expects an integer from 1 to 100000, got '100001'" --replays 100001)
+ch09_rejects(kernels_zero "--kernels expects an integer from 10 to 100000, got '0'" --kernels 0)
+ch09_rejects(kernels_too_few "--kernels expects an integer from 10 to 100000, got '9'" --kernels 9)
+ch09_rejects(kernels_negative "--kernels expects an integer from 10 to 100000, got '-1000'" --kernels -1000)
+ch09_rejects(kernels_not_a_number "--kernels expects an integer from 10 to 100000, got '1k'" --kernels 1k)
+ch09_rejects(kernels_too_big "--kernels expects an integer from 10 to 100000, got '100001'" --kernels 100001)
+ch09_rejects(dot_empty "--dot expects a non-empty FILE" --dot=)
+ch09_rejects(dot_missing "--dot needs a value" --dot)
+ch09_rejects(dot_unwritable "--dot /nonexistent-directory/graph.dot: cannot write this file"
+             --dot /nonexistent-directory/graph.dot)
+ch09_rejects(dot_is_a_directory "--dot /: cannot write this file" --dot /)
+ch09_rejects(no_error_demos_with_value "--no-error-demos takes no value, got '1'" --no-error-demos=1)
+ch09_rejects(device_not_a_number "--device expects an integer from 0 to 1023, got 'gpu0'" --device gpu0)
+ch09_rejects(svg_empty "--svg expects a non-empty FILE" --svg=)
+
+chapter_sanitizer_tests(ARGS --no-error-demos --streams 3 --elements 1000 --replays 3 --kernels 20)
