@@ -420,6 +420,8 @@ int main(int argc, char** argv) {
   lab.started_host = started;
   CS_CHECK(cudaHostGetDevicePointer(&lab.started_device, started, 0));
   CS_CHECK(cudaMalloc(&lab.blocks_done, kFloodCounters * sizeof(unsigned int)));
+  // The warm-up launch below counts into it too: it must start from zero.
+  CS_CHECK(cudaMemset(lab.blocks_done, 0, kFloodCounters * sizeof(unsigned int)));
   CS_CHECK(cudaMalloc(&lab.short_out,
                       static_cast<std::size_t>(lab.short_blocks) * kThreads * sizeof(int)));
   for (cudaEvent_t* event : {&lab.flood_start, &lab.flood_end, &lab.submitted, &lab.finished}) {

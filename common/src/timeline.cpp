@@ -125,11 +125,14 @@ void publish_timeline(const TimelineData& data, const CommonOptions& common,
       svg = render_svg(published()[0].data, published()[0].title);
     } else {
       // Stack the charts: one <svg> per timeline inside an outer one.
+      // One time scale for all of them, so that their lengths compare at a glance.
+      double axis_ms = 0;
+      for (const Published& p : published()) axis_ms = std::max(axis_ms, p.data.end_ms());
       std::string inner;
       double y = 0;
       double width = 0;
       for (const Published& p : published()) {
-        std::string one = render_svg(p.data, p.title);
+        std::string one = render_svg(p.data, p.title, axis_ms);
         const std::size_t w_at = one.find("width=\"") + 7;
         const std::size_t h_at = one.find("height=\"") + 8;
         const double w = std::stod(one.substr(w_at));

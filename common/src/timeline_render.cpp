@@ -188,10 +188,10 @@ std::string render_chrome_trace(const TimelineData& data, const std::string& pro
          chrome_trace_events(data, process_name, 1) + "\n]}\n";
 }
 
-std::string render_svg(const TimelineData& data, const std::string& title) {
+std::string render_svg(const TimelineData& data, const std::string& title, double axis_ms) {
   static const char* palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                   "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
-  const double total = data.end_ms();
+  const double total = std::max(axis_ms, data.end_ms());
   std::size_t label_chars = 0;
   for (const std::string& row : data.rows) label_chars = std::max(label_chars, row.size());
   const double left = 12 + 7.5 * static_cast<double>(label_chars);

@@ -218,4 +218,11 @@ TEST(RenderSvg, DrawsARectanglePerSpanAndNamesTheRows) {
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
 }
 
+TEST(RenderSvg, ASharedAxisMakesShorterRunsShorter) {
+  // Drawn against a 20 ms axis, the 10 ms run ends half way and the axis ends at 20 ms.
+  const std::string svg = cs::render_svg(two_streams(), "half", 20.0);
+  EXPECT_NE(svg.find("20.0 ms"), std::string::npos);
+  EXPECT_EQ(svg.find("10.0 ms"), std::string::npos);
+}
+
 }  // namespace

@@ -67,8 +67,9 @@ std::string render_chrome_trace(const TimelineData& data, const std::string& pro
 /// so that several timelines can share one trace file.
 std::string chrome_trace_events(const TimelineData& data, const std::string& process_name, int pid);
 
-/// An SVG picture of the same chart, with @p title above it.
-std::string render_svg(const TimelineData& data, const std::string& title);
+/// An SVG picture of the same chart, with @p title above it. The time axis spans @p axis_ms
+/// (0: the timeline's own end), so that several pictures can share one scale.
+std::string render_svg(const TimelineData& data, const std::string& title, double axis_ms = 0);
 
 /// Escapes @p text for a JSON string literal (without the quotes).
 std::string json_escape(const std::string& text);
