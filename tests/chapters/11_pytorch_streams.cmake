@@ -1,0 +1,120 @@
+# Chapter 11: the seeds' PyTorch examples. The C++ tests exist where libtorch was found (the
+# target exists); the Python tests where the configured Python imports torch
+# (CUDA_STREAMS_TORCH_PYTHON, set by cuda_streams_torch_chapter()).
+
+set(chapter11_results
+    "tensor\\(\\[6, 6, 6, 6, 6\\], device='cuda:[0-9]+'\\)"
+    "tensor\\(\\[5, 8, 9, 8, 5\\], device='cuda:[0-9]+'\\)"
+    "CHECK seed_t1_plus_t2: 0 of 5 values differ"
+    "CHECK seed_t1_times_t2: 0 of 5 values differ"
+    "CHECK stream_guard: .* PASS|CHECK stream_context: .* PASS"
+    "CHECK pool_is_reused: .* PASS"
+    "CHECK seed_res1_equals_t1_times_2: 0 of"
+    "CHECK seed_res2_equals_t2_times_3: 0 of"
+    "CHECK seed_C_equals_A_mm_A: 0 of"
+    "CHECK seed_D_equals_B_mm_B: 0 of"
+    "CHECK fixed_normal_sum: .* PASS"
+    "CHECK fixed_record_stream: .* PASS"
+    "CHECK priority_mapping: .* PASS"
+    "CHECK tensors_on_current_device: .* PASS"
+    "All [0-9]+ checks passed")
+# The broken examples must be caught as broken, in words, every time.
+set(chapter11_timed
+    "torch.Size\\(\\[1000, 1000\\]\\) torch.Size\\(\\[1000, 1000\\]\\)"
+    "CHECK seed_sync_serializes: [0-9.]+x >= 1.50x .* PASS"
+    "CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\) wrote it.* PASS"
+    "CHECK seed_free_without_record_stream_shown: the allocator gave A's block to the next tensor at once.* PASS")
+
+if(TARGET ${CHAPTER})
+  chapter_test(NAME all LABELS gpu timing
+               MATCH ${chapter11_results} ${chapter11_timed}
+                     "CHECK pool_stream_non_blocking: .* PASS"
+                     "cudaDeviceGetStreamPriorityRange: least -?[0-9]+, greatest -?[0-9]+"
+               NO_MATCH "FAIL")
+  # Results only, small and quick: what the sanitizer runs too.
+  chapter_test(NAME results LABELS gpu ARGS --no-timing --matrix 128 --spin-ms 2
+               MATCH ${chapter11_results} "CHECK seed_sync_serializes: skipped \\(--no-timing\\)"
+               NO_MATCH "FAIL")
+  chapter_test(NAME trace_file LABELS gpu ARGS --no-timing --matrix 64 --spin-ms 2
+               --trace pytorch_streams_trace.json
+               MATCH "Trace written to pytorch_streams_trace.json")
+  # The seed's torch.cuda.device(1) example; skipped (77) with fewer than two devices.
+  chapter_test(NAME multi_device LABELS gpu multigpu ARGS --multi-device
+               MATCH "CHECK device_guard_sets_device: .* PASS"
+                     "CHECK seed_tensors_on_gpu1: .* PASS"
+                     "CHECK seed_z_stays_on_gpu0: .* PASS"
+                     "CHECK seed_c_equals_a_plus_b: 0 of 2 values differ"
+                     "All [0-9]+ checks passed")
+
+  chapter_test(NAME args.matrix_zero LABELS args host ARGS --matrix 0 EXIT 2
+               MATCH "--matrix expects an integer from 16 to 4096, got '0'")
+  chapter_test(NAME args.matrix_negative LABELS args host ARGS --matrix -5 EXIT 2
+               MATCH "--matrix expects an integer from 16 to 4096, got '-5'")
+  chapter_test(NAME args.matrix_not_a_number LABELS args host ARGS --matrix big EXIT 2
+               MATCH "--matrix expects an integer from 16 to 4096, got 'big'")
+  chapter_test(NAME args.matrix_too_big LABELS args host ARGS --matrix 5000 EXIT 2
+               MATCH "--matrix expects an integer from 16 to 4096, got '5000'")
+  chapter_test(NAME args.spin_ms_zero LABELS args host ARGS --spin-ms 0 EXIT 2
+               MATCH "--spin-ms expects an integer from 1 to 1000, got '0'")
+  chapter_test(NAME args.spin_ms_negative LABELS args host ARGS --spin-ms -1 EXIT 2
+               MATCH "--spin-ms expects an integer from 1 to 1000, got '-1'")
+  chapter_test(NAME args.spin_ms_not_a_number LABELS args host ARGS --spin-ms soon EXIT 2
+               MATCH "--spin-ms expects an integer from 1 to 1000, got 'soon'")
+  chapter_test(NAME args.spin_ms_too_big LABELS args host ARGS --spin-ms 1001 EXIT 2
+               MATCH "--spin-ms expects an integer from 1 to 1000, got '1001'")
+  chapter_test(NAME args.repeats_zero LABELS args host ARGS --repeats 0 EXIT 2
+               MATCH "--repeats expects an integer from 1 to 100, got '0'")
+  chapter_test(NAME args.repeats_negative LABELS args host ARGS --repeats -3 EXIT 2
+               MATCH "--repeats expects an integer from 1 to 100, got '-3'")
+  chapter_test(NAME args.repeats_not_a_number LABELS args host ARGS --repeats many EXIT 2
+               MATCH "--repeats expects an integer from 1 to 100, got 'many'")
+  chapter_test(NAME args.repeats_too_big LABELS args host ARGS --repeats 101 EXIT 2
+               MATCH "--repeats expects an integer from 1 to 100, got '101'")
+  chapter_test(NAME args.multi_device_takes_no_value LABELS args host ARGS --multi-device=yes EXIT 2
+               MATCH "--multi-device takes no value, got 'yes'")
+
+  # libtorch keeps its cached device memory and its stream pools until the process ends, which
+  # memcheck's leak check reports; the cross-stream races shown on purpose are outside what
+  # any sanitizer tool checks. racecheck and synccheck look at every kernel that runs here.
+  chapter_sanitizer_tests(TOOLS racecheck synccheck ARGS --matrix 64 --spin-ms 2 --repeats 1)
+endif()
+
+if(CUDA_STREAMS_TORCH_PYTHON)
+  set(python_test ${CHAPTER}.python)
+  set(python_expect)
+  foreach(regex IN LISTS chapter11_results chapter11_timed)
+    list(APPEND python_expect --match "${regex}")
+  endforeach()
+  add_test(NAME ${python_test}
+           COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0 ${python_expect} --no-match FAIL
+                   -- ${CUDA_STREAMS_TORCH_PYTHON} ${CUDA_STREAMS_TORCH_SCRIPT})
+  set_tests_properties(${python_test} PROPERTIES LABELS "gpu;timing;python" SKIP_RETURN_CODE 77
+                       TIMEOUT 300 RUN_SERIAL TRUE ENVIRONMENT "PYTHONUNBUFFERED=1")
+
+  set(python_test ${CHAPTER}.python.results)
+  set(python_expect)
+  foreach(regex IN LISTS chapter11_results)
+    list(APPEND python_expect --match "${regex}")
+  endforeach()
+  add_test(NAME ${python_test}
+           COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0 ${python_expect} --no-match FAIL
+                   -- ${CUDA_STREAMS_TORCH_PYTHON} ${CUDA_STREAMS_TORCH_SCRIPT}
+                   --no-timing --matrix 128 --spin-ms 2)
+  set_tests_properties(${python_test} PROPERTIES LABELS "gpu;python" SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "PYTHONUNBUFFERED=1")
+
+  # Bad command lines exit 2 before torch is imported.
+  foreach(bad IN ITEMS "--spin-ms;0" "--matrix;5000" "--repeats;many")
+    list(GET bad 0 flag)
+    list(GET bad 1 value)
+    string(REGEX REPLACE "^--" "" flag_name ${flag})
+    string(REPLACE "-" "_" flag_name ${flag_name})
+    set(python_test ${CHAPTER}.python.args.${flag_name}_${value})
+    add_test(NAME ${python_test}
+             COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 2
+                     --match "argument ${flag}: expects an integer from [0-9]+ to [0-9]+, got '${value}'"
+                     -- ${CUDA_STREAMS_TORCH_PYTHON} ${CUDA_STREAMS_TORCH_SCRIPT} ${flag} ${value})
+    set_tests_properties(${python_test} PROPERTIES LABELS "args;host;python" SKIP_RETURN_CODE 77
+                         TIMEOUT 60)
+  endforeach()
+endif()
