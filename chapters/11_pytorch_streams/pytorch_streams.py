@@ -245,9 +245,11 @@ def normal_then_sum(torch, s, wait, spinner, spin_ms):
     torch.cuda.synchronize()
     spinner.spin(spin_ms)  # the default stream is busy with earlier work ...
     A.normal_(0.0, 1.0)    # ... so normal_() runs late
+    if wait:
+        # Outside the `with` block the current stream is still the default one; inside it,
+        # current_stream() would be s itself, and s.wait_stream(s) waits for nothing.
+        s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        if wait:
-            s.wait_stream(torch.cuda.current_stream())  # current is still the default here
         B = torch.sum(A)
     torch.cuda.synchronize()
     return B.item(), A.cpu().double().sum().item(), float(A.numel())
