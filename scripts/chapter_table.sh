@@ -18,7 +18,10 @@ table() {
     # The lesson's title is its first heading, "# NN: Title {#anchor}".
     title=$(sed -n '1s/^# [0-9]*: *//; 1s/ *{#.*}$//; 1p' "$dir/README.md" 2>/dev/null || true)
     # The line after "Proves:" in the lesson says in one sentence what the program checks.
-    proves=$(sed -n 's/^\*\*Proves:\*\* *//p' "$dir/README.md" 2>/dev/null | head -n 1 || true)
+    # It may wrap: the paragraph runs to the next blank line.
+    proves=$(awk '/^\*\*Proves:\*\*/ { on = 1; sub(/^\*\*Proves:\*\* */, "") }
+                  on && /^$/ { exit }
+                  on { printf "%s%s", (n++ ? " " : ""), $0 }' "$dir/README.md" 2>/dev/null || true)
     echo "| $number | [$title](chapters/$name/README.md) (\`$name\`) | ${proves:-} |"
   done
 }
