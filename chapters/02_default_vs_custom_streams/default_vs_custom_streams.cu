@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
 constexpr bool kPerThreadBuild = true;
@@ -110,11 +111,7 @@ struct SpinTask {
   KernelRecord* record;
 };
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 // Waits on the global timer, so a kernel lasts the same time on any clock speed and the
 // launch cost (a few microseconds) stays small beside it. The clock64() bound only ends the wait

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 namespace {
 
@@ -71,11 +72,7 @@ constexpr int kHostWorkSteps = 2000;  // xorshift steps in one unit of the host'
 // Kernels
 // ---------------------------------------------------------------------------------------------
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 // Holds the calling thread for `ns` nanoseconds of wall time, whatever the clock rate.
 __device__ void spin_for(unsigned long long ns) {

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 #if CUDART_VERSION < 12080
 #error "chapter 06 needs CUDA 12.8 or newer: it asks streams for their device (cudaStreamGetDevice)"
@@ -77,11 +78,7 @@ constexpr std::uint32_t lcg_c = 1013904223u;
 // Kernels
 // ---------------------------------------------------------------------------------------------
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 // Holds its stream for a fixed time, whatever the clocks: stands for "a producer that is busy".
 __global__ void spin_kernel(unsigned long long duration_ns) {

@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 namespace {
 
@@ -86,11 +87,7 @@ constexpr int repeats = 7;
 // Kernels
 // ---------------------------------------------------------------------------------------------
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 // The slow part of every producer: holds its stream for a fixed time, whatever the clocks.
 __global__ void spin_kernel(unsigned long long duration_ns) {

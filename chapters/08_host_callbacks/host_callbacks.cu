@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 namespace bars {
 // How long the program waits for the host function that breaks the rule before it reports a
@@ -63,11 +64,7 @@ constexpr long long kOffsetModulus = 1000003;
 // Kernels
 // ---------------------------------------------------------------------------------------------
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 // Waits delay_ns on the global timer, then writes value: a step whose result appears late.
 __global__ void write_after_delay(int* slot, int value, unsigned long long delay_ns) {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 namespace bars {
 // An allocate/free cycle served from a pool that keeps its memory must cost at most half of the
@@ -51,11 +52,7 @@ constexpr unsigned long long kProducerDelayNs = 2000000;  // 2 ms
 // Kernels
 // ---------------------------------------------------------------------------------------------
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 __global__ void spin(unsigned long long duration_ns) {
   const unsigned long long start = globaltimer_ns();
