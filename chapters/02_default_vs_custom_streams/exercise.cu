@@ -6,7 +6,7 @@
 //   concurrent run is meant to let all N run at the same time, so that it takes about one kernel's
 //   time, N times less than the reference. As given, it takes as long as the reference, and its
 //   CHECK line fails. Find out why, using what chapter 02 measures, and fix the concurrent run.
-//   The lines marked TODO(exercise) are where to look. Do not change the reference run, the
+//   The line marked TODO(exercise) is where to look. Do not change the reference run, the
 //   kernel or the bar.
 //
 // Build, run and test

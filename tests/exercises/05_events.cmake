@@ -1,0 +1,26 @@
+# Exercise of chapter 05: the consumer in stream B does not wait for the slow producer in stream
+# A; the fix makes B wait on the GPU for the event recorded after the producer. exercise_solution()
+# passes its texts through a CMake list, so they contain no ';': the wait joins the record's
+# statement through the comma operator.
+exercise_solution(
+  REPLACE [[CS_CHECK(cudaEventRecord(produced, producer_stream))]]
+          [[CS_CHECK(cudaEventRecord(produced, producer_stream)),
+        CS_CHECK(cudaStreamWaitEvent(consumer_stream, produced, 0))]])
+
+# 8 rounds of 1 Mi values behind a 30 ms producer: without the wait every value is stale; with a
+# host-side wait the round takes 30 ms to issue (bar: at most 0.5 of the producer's delay).
+exercise_test(TIMING
+              MATCH "CHECK consumer_results: 0 of 8388608 values differ from the CPU reference ... PASS"
+                    "CHECK host_not_blocked: .* <= 0\\.50x .* PASS"
+                    "All [0-9]+ checks passed"
+              NO_MATCH "FAIL")
+
+foreach(exe IN ITEMS ${EXERCISE} ${EXERCISE}_solved)
+  chapter_test(NAME args.rounds_zero EXE ${exe} ARGS --rounds 0 EXIT 2
+               MATCH "--rounds expects an integer from 1 to 50, got '0'" LABELS args host exercise)
+  chapter_test(NAME args.elements_too_big EXE ${exe} ARGS --elements 17M EXIT 2
+               MATCH "--elements expects .*got '17M'" LABELS args host exercise)
+  chapter_test(NAME args.producer_ms_text EXE ${exe} ARGS --producer-ms slow EXIT 2
+               MATCH "--producer-ms expects an integer from 5 to 200, got 'slow'"
+               LABELS args host exercise)
+endforeach()

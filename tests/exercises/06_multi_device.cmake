@@ -1,0 +1,27 @@
+# Exercise of chapter 06: the split job hard-codes the seed's two devices and creates every
+# slice's stream and memory with the home device current; the fix splits over every device of the
+# machine and creates each slice's resources on its own device. exercise_solution() passes its
+# texts through a CMake list, so they contain no ';'.
+exercise_solution(
+  REPLACE [[const std::vector<int> devices = {home, home + 1}]]
+          [[const std::vector<int> devices = machine_devices(home)]]
+  REPLACE [[CurrentDevice scope(home)]] [[CurrentDevice scope(slice.device)]])
+
+# On one GPU the exercise as given asks for device 1 (cudaSetDevice refuses it, exit 1); on two
+# or more, slice 1's stream and memory are on the wrong device (CHECK ... FAIL, then a refused
+# launch). The solution passes on any number of devices.
+exercise_test(MATCH "CHECK every_device_once: .* PASS"
+                    "CHECK memory_placement: 0 of [0-9]+ buffers .* PASS"
+                    "CHECK stream_placement: 0 of [0-9]+ streams .* PASS"
+                    "CHECK current_device_restored: .* PASS"
+                    "CHECK split_result: 0 of 4194304 values differ from the CPU reference ... PASS"
+                    "All [0-9]+ checks passed"
+              NO_MATCH "FAIL")
+
+foreach(exe IN ITEMS ${EXERCISE} ${EXERCISE}_solved)
+  chapter_test(NAME args.elements_zero EXE ${exe} ARGS --elements 0 EXIT 2
+               MATCH "--elements expects .*got '0'" LABELS args host exercise)
+  chapter_test(NAME args.steps_too_big EXE ${exe} ARGS --steps 100001 EXIT 2
+               MATCH "--steps expects an integer from 1 to 100000, got '100001'"
+               LABELS args host exercise)
+endforeach()

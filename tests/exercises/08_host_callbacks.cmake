@@ -1,0 +1,23 @@
+# Exercise of chapter 08: the hand-off host functions go into a stream of their own, so they run
+# before the batches they hand over are done; the fix queues each in its batch's stream, after
+# the copy back. exercise_solution() passes its texts through a CMake list, so they contain no ';'.
+exercise_solution(
+  REPLACE [[cudaStream_t handoff_stream = bookkeeping_stream]]
+          [[cudaStream_t handoff_stream = stream]])
+
+# 8 batches behind a 5 ms first stage: handed over early, the worker sees zeros every time.
+exercise_test(MATCH "CHECK handoff_order: 8 of 8 batches .* PASS"
+                    "CHECK worker_saw_results: 8 of 8 .* PASS"
+                    "CHECK second_stage_results: 0 of 524288 values differ from the CPU reference ... PASS"
+                    "All [0-9]+ checks passed"
+              NO_MATCH "FAIL")
+
+foreach(exe IN ITEMS ${EXERCISE} ${EXERCISE}_solved)
+  chapter_test(NAME args.batches_zero EXE ${exe} ARGS --batches 0 EXIT 2
+               MATCH "--batches expects an integer from 1 to 64, got '0'" LABELS args host exercise)
+  chapter_test(NAME args.batch_elements_text EXE ${exe} ARGS --batch-elements many EXIT 2
+               MATCH "--batch-elements expects .*got 'many'" LABELS args host exercise)
+  chapter_test(NAME args.stage_ms_too_big EXE ${exe} ARGS --stage-ms 101 EXIT 2
+               MATCH "--stage-ms expects an integer from 1 to 100, got '101'"
+               LABELS args host exercise)
+endforeach()

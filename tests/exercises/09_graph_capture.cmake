@@ -1,0 +1,27 @@
+# Exercise of chapter 09: the join loop leaves out the last forked stream, so
+# cudaStreamEndCapture refuses to end the capture; the fix joins every stream that was forked.
+# exercise_solution() passes its texts through a CMake list, so they contain no ';'.
+exercise_solution(REPLACE [[s < stream_count - 1]] [[s < stream_count]])
+
+exercise_test(MATCH "cudaStreamEndCapture returned cudaSuccess"
+                    "CHECK capture_ended: .* PASS"
+                    "CHECK graph_shape: prepare -> 4 parallel branches -> combine: 6 kernel nodes, 8 edges, one root, one leaf ... PASS"
+                    "CHECK replay_results: 0 of 65536 values differ from the CPU reference ... PASS"
+                    "All [0-9]+ checks passed"
+              NO_MATCH "FAIL")
+# Two streams: the smallest fork/join.
+exercise_test(NAME two_streams ARGS --streams 2 --elements 1001 --replays 7
+              MATCH "CHECK graph_shape: prepare -> 2 parallel branches -> combine: 4 kernel nodes, 4 edges, one root, one leaf ... PASS"
+                    "CHECK replay_results: 0 of 1001 values differ"
+                    "All [0-9]+ checks passed"
+              NO_MATCH "FAIL")
+
+foreach(exe IN ITEMS ${EXERCISE} ${EXERCISE}_solved)
+  chapter_test(NAME args.streams_one EXE ${exe} ARGS --streams 1 EXIT 2
+               MATCH "--streams expects an integer from 2 to 16, got '1'" LABELS args host exercise)
+  chapter_test(NAME args.replays_negative EXE ${exe} ARGS --replays -1 EXIT 2
+               MATCH "--replays expects an integer from 1 to 10000, got '-1'"
+               LABELS args host exercise)
+  chapter_test(NAME args.elements_too_small EXE ${exe} ARGS --elements 15 EXIT 2
+               MATCH "--elements expects .*got '15'" LABELS args host exercise)
+endforeach()
