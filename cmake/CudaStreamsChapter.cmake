@@ -89,6 +89,8 @@ endfunction()
 #
 # Writes the exercise's source with each `old` text replaced by `new` (each must occur) and
 # builds it as <chapter>_exercise_solved.
+# The texts travel as a CMake list, so neither may contain a ';': write a fix as a change
+# inside a statement (or join statements with the comma operator).
 function(exercise_solution)
   file(READ ${EXERCISE_SOURCE} text)
   set(rest ${ARGN})
