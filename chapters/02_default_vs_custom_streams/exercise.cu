@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 namespace bars {
 constexpr double kOfIdeal = 0.75;       // the concurrent run must reach 75% of the ideal speedup
@@ -43,11 +44,7 @@ struct KernelRecord {
   unsigned int runs;
 };
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 // Waits `duration_ns` on the global timer and writes down when it ran.
 __global__ void spin_kernel(KernelRecord* record, unsigned long long duration_ns) {

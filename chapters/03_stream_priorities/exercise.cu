@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 namespace bars {
 // When the short kernel finished, counted from the flood's start, over the flood's length. Behind
@@ -44,11 +45,7 @@ constexpr int kMinFloodWaves = 10;  // the flood must keep blocks waiting, not o
 constexpr int kFloodCounters = 32;  // the flood counts its blocks on a few addresses, not one
 constexpr double kStartTimeoutMs = 60000;
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 __device__ void spin_for(unsigned long long ns) {
   const unsigned long long start = globaltimer_ns();

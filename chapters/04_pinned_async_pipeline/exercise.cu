@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 namespace bars {
 // Overlapped time / serial time. With two or more copy engines the three stages of different
@@ -41,11 +42,7 @@ constexpr double kOverlapMaxOneEngine = 0.85;
 
 constexpr int kBlock = 256;
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 __host__ __device__ std::uint32_t transform(std::uint32_t x) {
   return x * 2654435761u + 12345u;

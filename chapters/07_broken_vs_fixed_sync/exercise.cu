@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 namespace bars {
 // The host's time to issue a round over one chunk's delay: tens of microseconds against 8 ms when
@@ -37,11 +38,7 @@ constexpr double kIssueOfChunkDelayMax = 0.5;
 
 constexpr int kBlock = 256;
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 __global__ void delay_kernel(unsigned long long ns) {
   const unsigned long long start = globaltimer_ns();

@@ -34,15 +34,12 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
 
 constexpr int kBlock = 256;
 constexpr int kBatchStreams = 2;
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
 
 __global__ void delay_kernel(unsigned long long ns) {
   const unsigned long long start = globaltimer_ns();
