@@ -12,7 +12,7 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/02_default_vs_custom_streams_exercise
-//   ctest --preset default -L exercise -R 02_default_vs_custom_streams_exercise
+//   ctest --preset default -L exercise -R 02_default_vs_custom_streams_exercise.exercise
 //
 // What it prints
 //   The median time of both runs and the speedup, a timeline of both runs drawn from the times at

@@ -11,7 +11,7 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/03_stream_priorities_exercise
-//   ctest --preset default -L exercise -R 03_stream_priorities_exercise
+//   ctest --preset default -L exercise -R 03_stream_priorities_exercise.exercise
 //
 // What it prints
 //   The device's priority range and the priority of each stream, the short kernel's latency, when

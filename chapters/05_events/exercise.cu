@@ -13,7 +13,7 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/05_events_exercise
-//   ctest --preset default -L exercise -R 05_events_exercise
+//   ctest --preset default -L exercise -R 05_events_exercise.exercise
 //
 // What it prints
 //   The producer's time (events), the host's time to issue a round, an ASCII timeline of the first

@@ -14,7 +14,7 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/06_multi_device_exercise
-//   ctest --preset default -L exercise -R 06_multi_device_exercise
+//   ctest --preset default -L exercise -R 06_multi_device_exercise.exercise
 //
 // What it prints
 //   The devices of this machine, the devices the job is split over, and the CHECK lines: every

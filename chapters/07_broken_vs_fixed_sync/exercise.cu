@@ -13,7 +13,7 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/07_broken_vs_fixed_sync_exercise
-//   ctest --preset default -L exercise -R 07_broken_vs_fixed_sync_exercise
+//   ctest --preset default -L exercise -R 07_broken_vs_fixed_sync_exercise.exercise
 //
 // What it prints
 //   The host's time to issue a round, an ASCII timeline of the first round (K = kernel, D = copy

@@ -13,7 +13,7 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/08_host_callbacks_exercise
-//   ctest --preset default -L exercise -R 08_host_callbacks_exercise
+//   ctest --preset default -L exercise -R 08_host_callbacks_exercise.exercise
 //
 // What it prints
 //   The order in which the batches reached the worker, an ASCII timeline (H = H2D, K = kernel,

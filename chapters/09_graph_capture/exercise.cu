@@ -13,7 +13,7 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/09_graph_capture_exercise
-//   ctest --preset default -L exercise -R 09_graph_capture_exercise
+//   ctest --preset default -L exercise -R 09_graph_capture_exercise.exercise
 //
 // What it prints
 //   What cudaStreamEndCapture returned, the captured graph's nodes, edges, roots and leaves, and

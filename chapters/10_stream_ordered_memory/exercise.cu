@@ -12,7 +12,7 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/10_stream_ordered_memory_exercise
-//   ctest --preset default -L exercise -R 10_stream_ordered_memory_exercise
+//   ctest --preset default -L exercise -R 10_stream_ordered_memory_exercise.exercise
 //
 // What it prints
 //   The median, minimum and maximum cost per cycle of the reference and of the step loop, what
