@@ -561,7 +561,7 @@ int main(int argc, char** argv) {
           cudaGetErrorName(demo.result));
     }
     CS_CHECK(cudaStreamSynchronize(streams[0]));
-    cs::check_that("rule_demo_returned", true,
+    cs::check_that("rule_demo_returned", returned,
                    "the host function returned (with " +
                        std::string(cudaGetErrorName(demo.result)) + ") and its stream went on");
   }
