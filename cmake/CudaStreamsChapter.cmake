@@ -186,6 +186,30 @@ function(chapter_test)
   endif()
 endfunction()
 
+# chapter_bad_values(FLAG flag EXPECT "message with <value>" CASES name=value... [EXE target])
+#
+# One args test per case: `--flag value` must exit 2 with EXPECT, in which <value> stands for
+# the case's value. The test is named args.<flag>_<name>.
+function(chapter_bad_values)
+  cmake_parse_arguments(ARG "" "FLAG;EXPECT;EXE" "CASES" ${ARGN})
+  if(NOT ARG_FLAG OR NOT ARG_EXPECT OR NOT ARG_CASES)
+    message(FATAL_ERROR "chapter_bad_values: needs FLAG, EXPECT and CASES (got: ${ARGN})")
+  endif()
+  set(exe_args "")
+  if(ARG_EXE)
+    set(exe_args EXE ${ARG_EXE})
+  endif()
+  foreach(case IN LISTS ARG_CASES)
+    string(FIND "${case}" "=" equals)
+    string(SUBSTRING "${case}" 0 ${equals} name)
+    math(EXPR value_at "${equals} + 1")
+    string(SUBSTRING "${case}" ${value_at} -1 value)
+    string(REPLACE "<value>" "${value}" message "${ARG_EXPECT}")
+    chapter_test(NAME args.${ARG_FLAG}_${name} ${exe_args} ARGS --${ARG_FLAG} ${value} EXIT 2
+                 MATCH "${message}" LABELS args host)
+  endforeach()
+endfunction()
+
 # chapter_sanitizer_tests([EXE target] [ARGS args...] [TOOLS tools...])
 #
 # Where compute-sanitizer is found, runs the executable under each tool

@@ -54,49 +54,20 @@ foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
 endforeach()
 
 # Bad command lines: exit 2 and one line naming the flag and its range, before any CUDA call.
-function(ch02_bad_value flag case value message)
-  chapter_test(NAME args.${flag}_${case} ARGS --${flag} ${value} EXIT 2 MATCH "${message}"
-               LABELS args host)
-endfunction()
-foreach(case_value IN ITEMS "zero=0" "negative=-1" "text=many" "too_big=65")
-  string(REPLACE "=" ";" pair ${case_value})
-  list(GET pair 0 case)
-  list(GET pair 1 value)
-  ch02_bad_value(kernels ${case} ${value} "--kernels expects an integer from 1 to 64, got '${value}'")
-endforeach()
-foreach(case_value IN ITEMS "zero=0" "negative=-2" "text=fast" "too_small=0.05" "too_big=21")
-  string(REPLACE "=" ";" pair ${case_value})
-  list(GET pair 0 case)
-  list(GET pair 1 value)
-  ch02_bad_value(kernel-ms ${case} ${value}
-                 "--kernel-ms expects a number from 0.1 to 20, got '${value}'")
-endforeach()
-foreach(case_value IN ITEMS "zero=0" "negative=-4" "text=four" "too_big=33")
-  string(REPLACE "=" ";" pair ${case_value})
-  list(GET pair 0 case)
-  list(GET pair 1 value)
-  ch02_bad_value(threads ${case} ${value} "--threads expects an integer from 1 to 32, got '${value}'")
-endforeach()
-foreach(case_value IN ITEMS "zero=0" "negative=-32" "text=lots" "too_big=129")
-  string(REPLACE "=" ";" pair ${case_value})
-  list(GET pair 0 case)
-  list(GET pair 1 value)
-  ch02_bad_value(streams ${case} ${value} "--streams expects an integer from 1 to 128, got '${value}'")
-endforeach()
-foreach(case_value IN ITEMS "zero=0" "negative=-1000" "text=big" "too_small=15" "too_big=4097")
-  string(REPLACE "=" ";" pair ${case_value})
-  list(GET pair 0 case)
-  list(GET pair 1 value)
-  ch02_bad_value(matrix ${case} ${value} "--matrix expects an integer from 16 to 4096, got '${value}'")
-endforeach()
-foreach(case_value IN ITEMS "zero=0" "negative=-5" "text=five" "too_big=51")
-  string(REPLACE "=" ";" pair ${case_value})
-  list(GET pair 0 case)
-  list(GET pair 1 value)
-  ch02_bad_value(repeats ${case} ${value} "--repeats expects an integer from 1 to 50, got '${value}'")
-endforeach()
-ch02_bad_value(part unknown overlap
-               "--part expects one of all, concurrency, legacy, threads, connections, seed, got 'overlap'")
+chapter_bad_values(FLAG kernels CASES zero=0 negative=-1 text=many too_big=65
+                   EXPECT "--kernels expects an integer from 1 to 64, got '<value>'")
+chapter_bad_values(FLAG kernel-ms CASES zero=0 negative=-2 text=fast too_small=0.05 too_big=21
+                   EXPECT "--kernel-ms expects a number from 0.1 to 20, got '<value>'")
+chapter_bad_values(FLAG threads CASES zero=0 negative=-4 text=four too_big=33
+                   EXPECT "--threads expects an integer from 1 to 32, got '<value>'")
+chapter_bad_values(FLAG streams CASES zero=0 negative=-32 text=lots too_big=129
+                   EXPECT "--streams expects an integer from 1 to 128, got '<value>'")
+chapter_bad_values(FLAG matrix CASES zero=0 negative=-1000 text=big too_small=15 too_big=4097
+                   EXPECT "--matrix expects an integer from 16 to 4096, got '<value>'")
+chapter_bad_values(FLAG repeats CASES zero=0 negative=-5 text=five too_big=51
+                   EXPECT "--repeats expects an integer from 1 to 50, got '<value>'")
+chapter_bad_values(FLAG part CASES unknown=overlap
+                   EXPECT "--part expects one of all, concurrency, legacy, threads, connections, seed, got '<value>'")
 chapter_test(NAME args.part_missing_value ARGS --part EXIT 2 MATCH "--part needs a value"
              LABELS args host)
 # The per-thread build parses the same flags.
