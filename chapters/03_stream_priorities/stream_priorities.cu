@@ -190,14 +190,6 @@ struct Lab {
   cs::Comparison results;  // every short kernel's output against the CPU's
 };
 
-void add_comparison(cs::Comparison& all, const cs::Comparison& one) {
-  all.total += one.total;
-  all.wrong += one.wrong;
-  for (const cs::Mismatch& m : one.first) {
-    if (all.first.size() < 5) all.first.push_back(m);
-  }
-}
-
 // Floods the GPU from lab.flood_stream, waits until the flood runs, then submits the short
 // kernel into short_stream and times it. With a timeline, both also become spans on it.
 Run run_once(Lab& lab, int flood_blocks, unsigned long long block_ns, cudaStream_t short_stream,
@@ -256,7 +248,7 @@ Run run_once(Lab& lab, int flood_blocks, unsigned long long block_ns, cudaStream
   std::vector<int> want(out_count);
   CS_CHECK(cudaMemcpy(got.data(), lab.short_out, out_count * sizeof(int), cudaMemcpyDeviceToHost));
   for (std::size_t i = 0; i < out_count; ++i) want[i] = short_value(request, static_cast<int>(i));
-  add_comparison(lab.results, cs::compare(got.data(), want.data(), out_count));
+  cs::accumulate(lab.results, cs::compare(got.data(), want.data(), out_count));
   return run;
 }
 

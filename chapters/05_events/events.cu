@@ -164,14 +164,6 @@ double elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
   return ms;
 }
 
-void add_comparison(cs::Comparison& all, const cs::Comparison& one) {
-  all.total += one.total;
-  all.wrong += one.wrong;
-  for (const cs::Mismatch& m : one.first) {
-    if (all.first.size() < 5) all.first.push_back(m);
-  }
-}
-
 // Host cost per event of cudaEventRecord followed by cudaEventQuery, in microseconds.
 double record_query_us(cudaStream_t stream, cudaEvent_t event, int records) {
   CS_CHECK(cudaStreamSynchronize(stream));
@@ -405,7 +397,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < elements; ++i) {
       want[i] = consumed_value(produced_value(round, static_cast<unsigned int>(i)));
     }
-    add_comparison(consumer_results, cs::compare(host_result, want.data(), elements));
+    cs::accumulate(consumer_results, cs::compare(host_result, want.data(), elements));
   }
   const double issue_median_ms = cs::median(issue_ms);
   cs::publish_timeline(timeline.collect(), common,

@@ -51,6 +51,20 @@ TEST(Compare, ToleranceIsRelativeAboveOneAndNaNNeverMatches) {
   EXPECT_EQ(cs::compare(nan.data(), want.data(), 3, 1.0).wrong, 1u);
 }
 
+TEST(Accumulate, AddsRunsAndKeepsTheFirstMismatches) {
+  const std::vector<int> want = {1, 2, 3};
+  const std::vector<int> one_wrong = {1, 0, 3};
+  const std::vector<int> all_wrong = {0, 0, 0};
+  cs::Comparison all;
+  cs::accumulate(all, cs::compare(one_wrong.data(), want.data(), 3), 2);
+  cs::accumulate(all, cs::compare(all_wrong.data(), want.data(), 3), 2);
+  EXPECT_EQ(all.total, 6u);
+  EXPECT_EQ(all.wrong, 4u);
+  ASSERT_EQ(all.first.size(), 2u);
+  EXPECT_EQ(all.first[0].index, 1u);
+  EXPECT_EQ(all.first[1].index, 0u);
+}
+
 TEST(Verify, CountsAsACheckAndFailsOnMismatch) {
   cs::reset_checks();
   EXPECT_TRUE(cs::verify("same", std::vector<int>{1, 2}, std::vector<int>{1, 2}));

@@ -49,6 +49,16 @@ Comparison compare(const T* got, const T* want, std::size_t count, double tolera
   return result;
 }
 
+/// Adds @p one (a comparison of one run) to @p all (every run so far), keeping the first @p keep
+/// mismatches, so that repeated runs end in one CHECK line.
+inline void accumulate(Comparison& all, const Comparison& one, std::size_t keep = 5) {
+  all.total += one.total;
+  all.wrong += one.wrong;
+  for (const Mismatch& m : one.first) {
+    if (all.first.size() < keep) all.first.push_back(m);
+  }
+}
+
 /// Prints the CHECK line for @p result (`0 of N values differ from the CPU reference`) and the
 /// first mismatches; counts it as a check and returns whether everything matched.
 bool report_comparison(const std::string& name, const Comparison& result);
