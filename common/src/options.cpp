@@ -100,8 +100,9 @@ void Options::add_int(const std::string& name, int* value, int min, int max,
 void Options::add_size(const std::string& name, std::size_t* value, std::size_t min,
                        std::size_t max, const std::string& help) {
   const std::string range = std::to_string(min) + ".." + std::to_string(max);
-  add({"--" + name, "N[K|M|G]", help, "a whole number in " + range + " (K, M, G: x1024, x1024^2, x1024^3)",
-       std::to_string(*value), [=](const std::string& text) -> std::string {
+  add({"--" + name, "N[K|M|G]", help,
+       "a whole number in " + range + " (K, M, G: x1024, x1024^2, x1024^3)", std::to_string(*value),
+       [=](const std::string& text) -> std::string {
          unsigned long long parsed = 0;
          if (!parse_size(text, &parsed) || parsed < min || parsed > max) {
            return "--" + name + " expects a whole number from " + std::to_string(min) + " to " +
@@ -169,7 +170,8 @@ void Options::add_int_list(const std::string& name, std::vector<int>* value, int
          std::size_t begin = 0;
          while (true) {
            const std::size_t comma = text.find(',', begin);
-           const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+           const std::string item =
+               text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
            long long number = 0;
            if (!parse_integer(item, &number) || number < min || number > max) return problem;
            if (std::find(parsed.begin(), parsed.end(), number) != parsed.end()) return problem;
@@ -199,8 +201,8 @@ ParseResult Options::parse(int argc, const char* const* argv) {
       inline_value = argument.substr(equals + 1);
       has_inline_value = true;
     }
-    const auto flag = std::find_if(flags_.begin(), flags_.end(),
-                                   [&](const Flag& f) { return f.name == name; });
+    const auto flag =
+        std::find_if(flags_.begin(), flags_.end(), [&](const Flag& f) { return f.name == name; });
     if (flag == flags_.end()) {
       return {ParseResult::Status::error,
               "unknown flag '" + name + "' (run with --help to list the flags)"};
@@ -228,7 +230,8 @@ std::string Options::usage() const {
   out << "Usage: " << program_ << " [flags]\n" << summary_ << "\n\nFlags:\n";
   std::size_t width = 0;
   for (const Flag& flag : flags_) {
-    width = std::max(width, flag.name.size() + (flag.metavar.empty() ? 0 : flag.metavar.size() + 1));
+    width =
+        std::max(width, flag.name.size() + (flag.metavar.empty() ? 0 : flag.metavar.size() + 1));
   }
   width = std::max<std::size_t>(width, 6);
   auto line = [&](const std::string& left, const std::string& right) {

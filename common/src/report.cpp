@@ -11,7 +11,9 @@ int g_checks_failed = 0;
 std::string format_number(double value, const std::string& unit) {
   char text[64];
   const double magnitude = std::fabs(value);
-  const char* format = magnitude >= 100 ? "%.1f" : magnitude >= 0.01 || magnitude == 0 ? "%.2f" : "%.3g";
+  const char* format = magnitude >= 100                      ? "%.1f"
+                       : magnitude >= 0.01 || magnitude == 0 ? "%.2f"
+                                                             : "%.3g";
   std::snprintf(text, sizeof text, format, value);
   return text + unit;
 }
@@ -28,8 +30,8 @@ std::string format_check(const std::string& name, double measured, Compare compa
 
 bool check(const std::string& name, double measured, Compare compare, double bar,
            const std::string& unit, const std::string& why) {
-  const bool passed = !std::isnan(measured) &&
-                      (compare == Compare::at_least ? measured >= bar : measured <= bar);
+  const bool passed =
+      !std::isnan(measured) && (compare == Compare::at_least ? measured >= bar : measured <= bar);
   ++g_checks_run;
   if (!passed) ++g_checks_failed;
   std::printf("%s\n", format_check(name, measured, compare, bar, unit, why, passed).c_str());
@@ -50,8 +52,12 @@ void check_skipped(const std::string& name, const std::string& reason) {
   std::fflush(stdout);
 }
 
-int checks_run() { return g_checks_run; }
-int checks_failed() { return g_checks_failed; }
+int checks_run() {
+  return g_checks_run;
+}
+int checks_failed() {
+  return g_checks_failed;
+}
 
 void reset_checks() {
   g_checks_run = 0;

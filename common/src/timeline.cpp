@@ -109,13 +109,13 @@ void publish_timeline(const TimelineData& data, const CommonOptions& common,
   if (!common.trace_path.empty()) {
     std::string events;
     for (std::size_t i = 0; i < published().size(); ++i) {
-      const std::string body = chrome_trace_events(published()[i].data, published()[i].title,
-                                                   static_cast<int>(i) + 1);
+      const std::string body =
+          chrome_trace_events(published()[i].data, published()[i].title, static_cast<int>(i) + 1);
       if (!events.empty() && !body.empty()) events += ",\n";
       events += body;
     }
-    write_file(common.trace_path, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n" + events + "\n]}\n",
-               "trace");
+    write_file(common.trace_path,
+               "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n" + events + "\n]}\n", "trace");
     std::printf("Trace written to %s (open it in https://ui.perfetto.dev or chrome://tracing)\n",
                 common.trace_path.c_str());
   }

@@ -24,7 +24,9 @@ struct Unit {
   double per_ms;
   const char* name;
 };
-Unit unit_for(double total_ms) { return total_ms < 1.0 ? Unit{1000.0, "us"} : Unit{1.0, "ms"}; }
+Unit unit_for(double total_ms) {
+  return total_ms < 1.0 ? Unit{1000.0, "us"} : Unit{1.0, "ms"};
+}
 
 std::string format_tick(double value, double total) {
   char text[32];
@@ -42,8 +44,8 @@ std::vector<std::pair<char, std::string>> legend_of(const TimelineData& data) {
     if (std::find(seen_kinds.begin(), seen_kinds.end(), span.kind) != seen_kinds.end()) continue;
     seen_kinds.push_back(span.kind);
     const char glyph = glyph_of(span.kind);
-    auto entry = std::find_if(legend.begin(), legend.end(),
-                              [&](const auto& e) { return e.first == glyph; });
+    auto entry =
+        std::find_if(legend.begin(), legend.end(), [&](const auto& e) { return e.first == glyph; });
     if (entry == legend.end()) {
       legend.push_back({glyph, span.kind});
     } else {
@@ -63,11 +65,20 @@ std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -142,11 +153,21 @@ std::string json_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char code[8];
@@ -214,7 +235,8 @@ std::string render_svg(const TimelineData& data, const std::string& title, doubl
 
   std::ostringstream out;
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << static_cast<int>(width)
-      << "\" height=\"" << static_cast<int>(height) << "\" font-family=\"monospace\" font-size=\"12\">\n";
+      << "\" height=\"" << static_cast<int>(height)
+      << "\" font-family=\"monospace\" font-size=\"12\">\n";
   out << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   out << "<text x=\"12\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << xml_escape(title)
       << "</text>\n";
@@ -239,18 +261,22 @@ std::string render_svg(const TimelineData& data, const std::string& title, doubl
         << " ms)</title></rect>\n";
   }
   const double axis_y = top + rows_height + 4;
-  out << "<line x1=\"" << format_fixed(left, 1) << "\" y1=\"" << format_fixed(axis_y, 1) << "\" x2=\""
-      << format_fixed(left + chart_width, 1) << "\" y2=\"" << format_fixed(axis_y, 1)
+  out << "<line x1=\"" << format_fixed(left, 1) << "\" y1=\"" << format_fixed(axis_y, 1)
+      << "\" x2=\"" << format_fixed(left + chart_width, 1) << "\" y2=\"" << format_fixed(axis_y, 1)
       << "\" stroke=\"#333333\"/>\n";
   for (int tick = 0; tick <= 4; ++tick) {
     const double x = left + chart_width * tick / 4.0;
     std::string text = format_tick(total * unit.per_ms * tick / 4.0, total * unit.per_ms);
     if (tick == 4) text += std::string(" ") + unit.name;
-    out << "<line x1=\"" << format_fixed(x, 1) << "\" y1=\"" << format_fixed(axis_y, 1) << "\" x2=\""
-        << format_fixed(x, 1) << "\" y2=\"" << format_fixed(axis_y + 5, 1) << "\" stroke=\"#333333\"/>\n";
+    out << "<line x1=\"" << format_fixed(x, 1) << "\" y1=\"" << format_fixed(axis_y, 1)
+        << "\" x2=\"" << format_fixed(x, 1) << "\" y2=\"" << format_fixed(axis_y + 5, 1)
+        << "\" stroke=\"#333333\"/>\n";
     out << "<text x=\"" << format_fixed(x, 1) << "\" y=\"" << format_fixed(axis_y + 18, 1)
-        << "\" text-anchor=\"" << (tick == 0 ? "start" : tick == 4 ? "end" : "middle") << "\">"
-        << text << "</text>\n";
+        << "\" text-anchor=\""
+        << (tick == 0   ? "start"
+            : tick == 4 ? "end"
+                        : "middle")
+        << "\">" << text << "</text>\n";
   }
   double legend_x = left;
   const double legend_y = axis_y + 38;

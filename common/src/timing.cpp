@@ -33,9 +33,13 @@ EventTimer::~EventTimer() {
   cudaEventDestroy(stop_);
 }
 
-void EventTimer::start(cudaStream_t stream) { CS_CHECK(cudaEventRecord(start_, stream)); }
+void EventTimer::start(cudaStream_t stream) {
+  CS_CHECK(cudaEventRecord(start_, stream));
+}
 
-void EventTimer::stop(cudaStream_t stream) { CS_CHECK(cudaEventRecord(stop_, stream)); }
+void EventTimer::stop(cudaStream_t stream) {
+  CS_CHECK(cudaEventRecord(stop_, stream));
+}
 
 double EventTimer::elapsed_ms() {
   CS_CHECK(cudaEventSynchronize(stop_));

@@ -42,8 +42,10 @@ TEST_F(Fixture, DefaultsStayWhenNothingIsGiven) {
 }
 
 TEST_F(Fixture, AcceptsSpaceAndEqualsForms) {
-  ASSERT_EQ(parse(options, {"--streams", "4", "--ms=2.5", "--verbose", "--mode=slow", "--out", "x.json"}).status,
-            ParseResult::Status::ok);
+  ASSERT_EQ(
+      parse(options, {"--streams", "4", "--ms=2.5", "--verbose", "--mode=slow", "--out", "x.json"})
+          .status,
+      ParseResult::Status::ok);
   EXPECT_EQ(streams, 4);
   EXPECT_DOUBLE_EQ(ms, 2.5);
   EXPECT_TRUE(verbose);
@@ -96,14 +98,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"size_too_big", {"--bytes", "20G"}, "got '20G'"},
         BadInput{"nan", {"--ms", "nan"}, "--ms expects a number"},
         BadInput{"below_min", {"--ms", "0.05"}, "got '0.05'"},
-        BadInput{"unknown_choice", {"--mode", "medium"}, "--mode expects one of fast, slow, got 'medium'"},
+        BadInput{"unknown_choice",
+                 {"--mode", "medium"},
+                 "--mode expects one of fast, slow, got 'medium'"},
         BadInput{"empty_string", {"--out="}, "--out expects a non-empty FILE"},
         BadInput{"switch_with_value", {"--verbose=yes"}, "--verbose takes no value"},
         BadInput{"duplicate_list_item", {"--devices", "0,0"}, "distinct"},
         BadInput{"empty_list_item", {"--devices", "0,,1"}, "--devices expects"},
         BadInput{"list_item_too_big", {"--devices", "64"}, "--devices expects"},
         BadInput{"stray_word", {"stray"}, "unexpected argument 'stray'"}),
-    [](const ::testing::TestParamInfo<BadInput>& param_info) { return std::string(param_info.param.name); });
+    [](const ::testing::TestParamInfo<BadInput>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 TEST_F(Fixture, HelpIsRecognisedAndListsEveryFlagWithItsDefault) {
   EXPECT_EQ(parse(options, {"--help"}).status, ParseResult::Status::help);
@@ -111,7 +117,8 @@ TEST_F(Fixture, HelpIsRecognisedAndListsEveryFlagWithItsDefault) {
   for (const char* expected : {"--streams N", "(default: 8)", "--bytes", "--ms X", "(default: 1.5)",
                                "--verbose", "(default: off)", "--mode WORD", "one of fast, slow",
                                "--out FILE", "--devices", "--help", "Exit status"}) {
-    EXPECT_NE(usage.find(expected), std::string::npos) << "missing " << expected << " in\n" << usage;
+    EXPECT_NE(usage.find(expected), std::string::npos) << "missing " << expected << " in\n"
+                                                       << usage;
   }
 }
 
@@ -119,8 +126,10 @@ TEST(CommonOptions, DeclaresTheFlagsEveryChapterHas) {
   cs::Options options("prog", "summary");
   cs::CommonOptions common;
   cs::add_common_options(options, &common);
-  std::vector<const char*> words = {"prog", "--device", "1", "--trace", "t.json", "--svg", "t.svg", "--no-timing"};
-  ASSERT_EQ(options.parse(static_cast<int>(words.size()), words.data()).status, ParseResult::Status::ok);
+  std::vector<const char*> words = {"prog",   "--device", "1",     "--trace",
+                                    "t.json", "--svg",    "t.svg", "--no-timing"};
+  ASSERT_EQ(options.parse(static_cast<int>(words.size()), words.data()).status,
+            ParseResult::Status::ok);
   EXPECT_EQ(common.device, 1);
   EXPECT_EQ(common.trace_path, "t.json");
   EXPECT_EQ(common.svg_path, "t.svg");

@@ -64,18 +64,33 @@ class JsonReader {
         if (at_ >= text_.size()) fail("bad escape");
         char e = text_[at_++];
         switch (e) {
-          case '"': case '\\': case '/': out += e; break;
-          case 'n': out += '\n'; break;
-          case 't': out += '\t'; break;
-          case 'r': out += '\r'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
+          case '"':
+          case '\\':
+          case '/':
+            out += e;
+            break;
+          case 'n':
+            out += '\n';
+            break;
+          case 't':
+            out += '\t';
+            break;
+          case 'r':
+            out += '\r';
+            break;
+          case 'b':
+            out += '\b';
+            break;
+          case 'f':
+            out += '\f';
+            break;
           case 'u':
             if (at_ + 4 > text_.size()) fail("bad \\u escape");
             out += static_cast<char>(std::stoi(text_.substr(at_, 4), nullptr, 16));
             at_ += 4;
             break;
-          default: fail("bad escape");
+          default:
+            fail("bad escape");
         }
       } else {
         out += c;
@@ -88,12 +103,18 @@ class JsonReader {
     if (c == '{') {
       value.type = Json::Type::object;
       ++at_;
-      if (peek() == '}') { ++at_; return value; }
+      if (peek() == '}') {
+        ++at_;
+        return value;
+      }
       while (true) {
         std::string key = read_string();
         expect(':');
         value.fields[key] = read_value();
-        if (peek() == ',') { ++at_; continue; }
+        if (peek() == ',') {
+          ++at_;
+          continue;
+        }
         expect('}');
         return value;
       }
@@ -101,10 +122,16 @@ class JsonReader {
     if (c == '[') {
       value.type = Json::Type::array;
       ++at_;
-      if (peek() == ']') { ++at_; return value; }
+      if (peek() == ']') {
+        ++at_;
+        return value;
+      }
       while (true) {
         value.items.push_back(read_value());
-        if (peek() == ',') { ++at_; continue; }
+        if (peek() == ',') {
+          ++at_;
+          continue;
+        }
         expect(']');
         return value;
       }
@@ -209,7 +236,8 @@ TEST(RenderSvg, DrawsARectanglePerSpanAndNamesTheRows) {
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("two &lt;streams&gt;"), std::string::npos);
   std::size_t spans = 0;
-  for (std::size_t at = svg.find("<title>"); at != std::string::npos; at = svg.find("<title>", at + 1)) {
+  for (std::size_t at = svg.find("<title>"); at != std::string::npos;
+       at = svg.find("<title>", at + 1)) {
     ++spans;
   }
   EXPECT_EQ(spans, 5u);

@@ -17,7 +17,9 @@ TEST(Median, OddEvenAndUnsortedInput) {
   EXPECT_DOUBLE_EQ(cs::median({1.0, 1.0, 100.0}), 1.0);  // one outlier does not move it
 }
 
-TEST(Median, RefusesNoSamples) { EXPECT_THROW(cs::median({}), std::invalid_argument); }
+TEST(Median, RefusesNoSamples) {
+  EXPECT_THROW(cs::median({}), std::invalid_argument);
+}
 
 TEST(Summarize, MinMaxCount) {
   const cs::Stats stats = cs::summarize({2.0, 9.0, 4.0, 1.0, 5.0});

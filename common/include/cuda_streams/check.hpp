@@ -33,5 +33,6 @@ void check_cuda(cudaError_t error, const char* expression, const char* file, int
 #define CS_CHECK(expression) ::cs::detail::check_cuda((expression), #expression, __FILE__, __LINE__)
 
 /// Checks the launch that was just issued (bad configuration, missing kernel image, ...).
-#define CS_CHECK_LAUNCH() \
-  ::cs::detail::check_cuda(cudaGetLastError(), "kernel launch (cudaGetLastError)", __FILE__, __LINE__)
+#define CS_CHECK_LAUNCH()                                                                    \
+  ::cs::detail::check_cuda(cudaGetLastError(), "kernel launch (cudaGetLastError)", __FILE__, \
+                           __LINE__)

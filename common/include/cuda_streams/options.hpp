@@ -28,7 +28,7 @@ struct ParseResult {
     error,  ///< a bad command line: print message and exit 2
   };
   Status status = Status::ok;  ///< which outcome
-  std::string message;  ///< for errors: one line naming the flag and the accepted values
+  std::string message;         ///< for errors: one line naming the flag and the accepted values
 };
 
 /// A set of declared flags, each bound to a variable that holds its default.
@@ -52,8 +52,8 @@ class Options {
   void add_string(const std::string& name, std::string* value, const std::string& metavar,
                   const std::string& help);
   /// One of a fixed set of words.
-  void add_choice(const std::string& name, std::string* value, const std::vector<std::string>& choices,
-                  const std::string& help);
+  void add_choice(const std::string& name, std::string* value,
+                  const std::vector<std::string>& choices, const std::string& help);
   /// A comma-separated list of distinct integers, each in [@p min, @p max] (`--devices 0,1`).
   void add_int_list(const std::string& name, std::vector<int>* value, int min, int max,
                     const std::string& help);
@@ -69,11 +69,11 @@ class Options {
 
  private:
   struct Flag {
-    std::string name;           // with the leading "--"
-    std::string metavar;        // shown after the name; empty for switches
-    std::string help;           // what it does
-    std::string accepted;       // the accepted values, e.g. "1..64"
-    std::string default_text;   // the default, as shown by --help
+    std::string name;          // with the leading "--"
+    std::string metavar;       // shown after the name; empty for switches
+    std::string help;          // what it does
+    std::string accepted;      // the accepted values, e.g. "1..64"
+    std::string default_text;  // the default, as shown by --help
     std::function<std::string(const std::string&)> assign;  // returns "" or an error message
   };
   void add(Flag flag);

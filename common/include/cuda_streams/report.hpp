@@ -34,7 +34,8 @@ enum class Compare {
 std::string format_check(const std::string& name, double measured, Compare compare, double bar,
                          const std::string& unit, const std::string& why, bool passed);
 
-/// Compares @p measured against @p bar, prints the CHECK line, counts it, returns whether it passed.
+/// Compares @p measured against @p bar, prints the CHECK line, counts it, returns whether it
+/// passed.
 bool check(const std::string& name, double measured, Compare compare, double bar,
            const std::string& unit, const std::string& why = "");
 

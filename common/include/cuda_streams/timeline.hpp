@@ -36,11 +36,11 @@ struct CommonOptions;
 
 /// One piece of work on one row (stream), in milliseconds since the timeline's origin.
 struct Span {
-  int row = 0;            ///< index into TimelineData::rows
-  std::string kind;       ///< what sort of work ("kernel", "H2D", "D2H"); gives the ASCII glyph
-  std::string detail;     ///< optional extra words ("chunk 3"); shown in the trace and SVG
-  double start_ms = 0;    ///< when it started
-  double end_ms = 0;      ///< when it ended
+  int row = 0;          ///< index into TimelineData::rows
+  std::string kind;     ///< what sort of work ("kernel", "H2D", "D2H"); gives the ASCII glyph
+  std::string detail;   ///< optional extra words ("chunk 3"); shown in the trace and SVG
+  double start_ms = 0;  ///< when it started
+  double end_ms = 0;    ///< when it ended
 };
 
 /// Rows (one per stream) and the spans on them.
@@ -60,7 +60,8 @@ struct TimelineData {
  */
 std::string render_ascii(const TimelineData& data, int width = 64);
 
-/// Chrome trace-event JSON (open in https://ui.perfetto.dev or chrome://tracing); one thread per row.
+/// Chrome trace-event JSON (open in https://ui.perfetto.dev or chrome://tracing); one thread per
+/// row.
 std::string render_chrome_trace(const TimelineData& data, const std::string& process_name);
 
 /// The events of render_chrome_trace() alone, one per line, comma-separated, for process @p pid,
@@ -121,7 +122,7 @@ class Timeline {
  * the Chrome trace to `--trace FILE` and the SVG to `--svg FILE` when those
  * were given, and says where each file went. Exits 2 if a file cannot be written.
  */
-void publish_timeline(const TimelineData& data, const CommonOptions& common, const std::string& title,
-                      bool print_ascii = true);
+void publish_timeline(const TimelineData& data, const CommonOptions& common,
+                      const std::string& title, bool print_ascii = true);
 
 }  // namespace cs

@@ -60,7 +60,8 @@ class EventTimer {
 };
 
 /**
- * @brief Times @p work with events on @p stream: @p warmup untimed runs, then @p repeats timed ones.
+ * @brief Times @p work with events on @p stream: @p warmup untimed runs, then @p repeats timed
+ * ones.
  *
  * @p work must issue its GPU work into @p stream (or into streams that
  * @p stream waits on before the stop event).

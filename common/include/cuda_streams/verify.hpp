@@ -20,9 +20,9 @@ struct Mismatch {
 
 /// The outcome of comparing two arrays.
 struct Comparison {
-  std::size_t total = 0;          ///< elements compared
-  std::size_t wrong = 0;          ///< elements that differ by more than the tolerance
-  std::vector<Mismatch> first;    ///< the first few of them, in index order
+  std::size_t total = 0;        ///< elements compared
+  std::size_t wrong = 0;        ///< elements that differ by more than the tolerance
+  std::vector<Mismatch> first;  ///< the first few of them, in index order
 };
 
 /**
@@ -78,8 +78,8 @@ bool verify(const std::string& name, const std::vector<T>& got, const std::vecto
     Comparison sizes;
     sizes.total = want.size();
     sizes.wrong = want.size();
-    return report_comparison(name + " (length " + std::to_string(got.size()) + " != " +
-                                 std::to_string(want.size()) + ")",
+    return report_comparison(name + " (length " + std::to_string(got.size()) +
+                                 " != " + std::to_string(want.size()) + ")",
                              sizes);
   }
   return verify(name, got.data(), want.data(), got.size(), tolerance);
