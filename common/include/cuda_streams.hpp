@@ -6,7 +6,10 @@
 
 #include "cuda_streams/check.hpp"
 #include "cuda_streams/device.hpp"
+#include "cuda_streams/environment.hpp"
+#include "cuda_streams/format.hpp"
 #include "cuda_streams/options.hpp"
+#include "cuda_streams/parts.hpp"
 #include "cuda_streams/report.hpp"
 #include "cuda_streams/timeline.hpp"
 #include "cuda_streams/timing.hpp"

@@ -52,6 +52,22 @@ void check_skipped(const std::string& name, const std::string& reason) {
   std::fflush(stdout);
 }
 
+bool check_or_skip(const std::string& skip_reason, const std::string& name, double measured,
+                   Compare compare, double bar, const std::string& unit, const std::string& why) {
+  if (!skip_reason.empty()) {
+    check_skipped(name, skip_reason);
+    return true;
+  }
+  return check(name, measured, compare, bar, unit, why);
+}
+
+std::string first_reason(std::initializer_list<std::string> reasons) {
+  for (const std::string& reason : reasons) {
+    if (!reason.empty()) return reason;
+  }
+  return "";
+}
+
 int checks_run() {
   return g_checks_run;
 }

@@ -63,6 +63,22 @@ void Timeline::end(int span, cudaStream_t stream) {
   nvtxRangeEnd(pending.nvtx_range);
 }
 
+TimelineSpan& TimelineSpan::operator=(TimelineSpan&& other) noexcept {
+  if (this != &other) {
+    end();
+    timeline_ = other.timeline_;
+    span_ = other.span_;
+    stream_ = other.stream_;
+    other.timeline_ = nullptr;
+  }
+  return *this;
+}
+
+void TimelineSpan::end() {
+  if (timeline_ != nullptr) timeline_->end(span_, stream_);
+  timeline_ = nullptr;
+}
+
 TimelineData Timeline::collect() {
   TimelineData data;
   data.rows = rows_;

@@ -91,6 +91,9 @@ struct CommonOptions {
   std::string trace_path;  ///< `--trace FILE`: write the timeline as Chrome trace-event JSON
   std::string svg_path;    ///< `--svg FILE`: write the timeline as an SVG picture
   bool no_timing = false;  ///< `--no-timing`: verify results but skip the timing checks
+
+  /// "--no-timing was given" when it was, else "": the skip reason of every timed check.
+  std::string timing_skip_reason() const { return no_timing ? "--no-timing was given" : ""; }
 };
 
 /// Declares `--device`, `--trace`, `--svg` and `--no-timing` on @p options.

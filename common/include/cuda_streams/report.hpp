@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 namespace cs {
@@ -44,6 +45,20 @@ bool check_that(const std::string& name, bool passed, const std::string& detail)
 
 /// Prints `CHECK <name>: skipped (<reason>)`; counted as neither passed nor failed.
 void check_skipped(const std::string& name, const std::string& reason);
+
+/**
+ * @brief check(), or check_skipped() when @p skip_reason is not empty.
+ *
+ * For a timed property that cannot hold in this run (`--no-timing`, CUDA_LAUNCH_BLOCKING=1, a
+ * device without a second copy engine): the line says why instead of failing.
+ * @return false only for a check that ran and failed.
+ */
+bool check_or_skip(const std::string& skip_reason, const std::string& name, double measured,
+                   Compare compare, double bar, const std::string& unit,
+                   const std::string& why = "");
+
+/// The first non-empty reason of @p reasons, or "" (to combine the reasons a check may skip).
+std::string first_reason(std::initializer_list<std::string> reasons);
 
 /// How many checks ran, and how many failed, since the program started (or reset_checks()).
 int checks_run();

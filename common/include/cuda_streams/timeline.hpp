@@ -10,14 +10,13 @@
  * The rendering functions are pure (they take a TimelineData), so they can be
  * unit-tested on a machine without a GPU.
  *
- * Typical use:
+ * Typical use: one line per span, which ends where its scope ends.
  * @code
  *   cs::Timeline timeline;
  *   timeline.start(streams[0]);
  *   for (int i = 0; i < n; ++i) {
- *     int span = timeline.begin("stream " + std::to_string(i), "kernel", streams[i]);
+ *     auto span = timeline.span("stream " + std::to_string(i), "kernel", streams[i]);
  *     kernel<<<1, 256, 0, streams[i]>>>(...);
- *     timeline.end(span, streams[i]);
  *   }
  *   cs::TimelineData data = timeline.collect();
  *   std::cout << cs::render_ascii(data);
@@ -28,6 +27,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cs {
@@ -75,6 +75,31 @@ std::string render_svg(const TimelineData& data, const std::string& title, doubl
 /// Escapes @p text for a JSON string literal (without the quotes).
 std::string json_escape(const std::string& text);
 
+class Timeline;
+
+/// A span that is open while this object lives: its end is recorded when it goes out of scope.
+class TimelineSpan {
+ public:
+  /// Opens nothing (a span of no timeline).
+  TimelineSpan() = default;
+  /// Used by Timeline::span().
+  TimelineSpan(Timeline* timeline, int span, cudaStream_t stream)
+      : timeline_(timeline), span_(span), stream_(stream) {}
+  TimelineSpan(TimelineSpan&& other) noexcept { *this = std::move(other); }
+  /// Ends the span this object holds, then takes over @p other's.
+  TimelineSpan& operator=(TimelineSpan&& other) noexcept;
+  TimelineSpan(const TimelineSpan&) = delete;
+  TimelineSpan& operator=(const TimelineSpan&) = delete;
+  ~TimelineSpan() { end(); }
+  /// Records the end now (in the stream given at the start), before the scope ends.
+  void end();
+
+ private:
+  Timeline* timeline_ = nullptr;
+  int span_ = -1;
+  cudaStream_t stream_ = nullptr;
+};
+
 /// Records spans with CUDA events on the streams that run them.
 class Timeline {
  public:
@@ -95,6 +120,12 @@ class Timeline {
 
   /// Records the end of span @p span in @p stream (normally the stream given to begin()).
   void end(int span, cudaStream_t stream);
+
+  /// begin() now and end() in the same stream when the returned object goes out of scope.
+  [[nodiscard]] TimelineSpan span(const std::string& row, const std::string& kind,
+                                  cudaStream_t stream, const std::string& detail = "") {
+    return TimelineSpan(this, begin(row, kind, stream, detail), stream);
+  }
 
   /// Waits for every recorded event and returns the spans in ms since start().
   TimelineData collect();

@@ -1,0 +1,46 @@
+/**
+ * @file environment.hpp
+ * @brief The two environment variables that change what streams can show.
+ *
+ * - `CUDA_LAUNCH_BLOCKING=1` (a common debugging setting) makes every launch
+ *   and every asynchronous copy return only after the work has finished. One
+ *   host thread then cannot keep two streams busy at once: overlap between
+ *   streams, and the host running ahead of the GPU, disappear.
+ * - `CUDA_DEVICE_MAX_CONNECTIONS=N` (default 8, at most 32) is the number of
+ *   hardware work queues the streams of a process share. Training setups set
+ *   it to 1 so that kernels reach the GPU in issue order; streams then share
+ *   one queue, and work in one stream can wait behind work in another.
+ *
+ * Both are read by the CUDA runtime when it starts, so a chapter reads them
+ * once, before its first CUDA call, and adapts its bars or skips a check,
+ * saying why.
+ */
+#pragma once
+
+#include <string>
+
+namespace cs {
+
+/// The launch settings this process runs under.
+struct LaunchEnvironment {
+  bool launch_blocking = false;       ///< CUDA_LAUNCH_BLOCKING=1
+  int max_connections = 8;            ///< CUDA_DEVICE_MAX_CONNECTIONS, or the driver's default 8
+  bool connections_from_env = false;  ///< whether CUDA_DEVICE_MAX_CONNECTIONS was set
+};
+
+/// Reads the environment; exits 2 when CUDA_DEVICE_MAX_CONNECTIONS is not an integer in 1..32.
+LaunchEnvironment launch_environment();
+
+/// Parses @p launch_blocking and @p max_connections (either may be null, as from getenv);
+/// returns false and sets @p problem for a CUDA_DEVICE_MAX_CONNECTIONS outside 1..32.
+bool parse_launch_environment(const char* launch_blocking, const char* max_connections,
+                              LaunchEnvironment* environment, std::string* problem);
+
+/// The reason streams issued from one host thread cannot overlap here, or "" when they can
+/// (CUDA_LAUNCH_BLOCKING=1 makes every launch wait for its work).
+std::string no_overlap_reason(const LaunchEnvironment& environment);
+
+/// Prints one line per setting that differs from the default, saying what it changes.
+void print_launch_environment(const LaunchEnvironment& environment);
+
+}  // namespace cs

@@ -1,0 +1,64 @@
+#include "cuda_streams/environment.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cuda_streams/device.hpp"
+
+namespace cs {
+
+bool parse_launch_environment(const char* launch_blocking, const char* max_connections,
+                              LaunchEnvironment* environment, std::string* problem) {
+  LaunchEnvironment parsed;
+  parsed.launch_blocking = launch_blocking != nullptr && std::string(launch_blocking) == "1";
+  if (max_connections != nullptr && *max_connections != '\0') {
+    char* end = nullptr;
+    const long value = std::strtol(max_connections, &end, 10);
+    if (*end != '\0' || value < 1 || value > 32) {
+      *problem = std::string("CUDA_DEVICE_MAX_CONNECTIONS must be an integer from 1 to 32, got '") +
+                 max_connections + "'";
+      return false;
+    }
+    parsed.max_connections = static_cast<int>(value);
+    parsed.connections_from_env = true;
+  }
+  *environment = parsed;
+  return true;
+}
+
+LaunchEnvironment launch_environment() {
+  LaunchEnvironment environment;
+  std::string problem;
+  if (!parse_launch_environment(std::getenv("CUDA_LAUNCH_BLOCKING"),
+                                std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), &environment,
+                                &problem)) {
+    usage_error(problem);
+  }
+  return environment;
+}
+
+std::string no_overlap_reason(const LaunchEnvironment& environment) {
+  if (environment.launch_blocking) {
+    return "CUDA_LAUNCH_BLOCKING=1: each launch returns only when its work is done, so work "
+           "issued from one thread cannot overlap";
+  }
+  return "";
+}
+
+void print_launch_environment(const LaunchEnvironment& environment) {
+  if (environment.launch_blocking) {
+    std::printf(
+        "Environment: CUDA_LAUNCH_BLOCKING=1: every launch and asynchronous copy waits for its "
+        "work to finish, so\n             one host thread cannot keep two streams busy at once.\n");
+  }
+  if (environment.connections_from_env) {
+    std::printf(
+        "Environment: CUDA_DEVICE_MAX_CONNECTIONS=%d: the streams share %d hardware "
+        "work queue%s.\n",
+        environment.max_connections, environment.max_connections,
+        environment.max_connections == 1 ? " (issue order is run order)" : "s");
+  }
+}
+
+}  // namespace cs
