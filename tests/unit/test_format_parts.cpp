@@ -69,14 +69,15 @@ TEST(Parts, UnknownPartIsAUsageError) {
   const char* bad[] = {"prog", "--part", "third"};
   const cs::ParseResult result = options.parse(3, bad);
   EXPECT_EQ(result.status, cs::ParseResult::Status::error);
-  EXPECT_NE(result.message.find("--part expects one of all, first, got 'third'"), std::string::npos);
+  EXPECT_NE(result.message.find("--part expects one of all, first, got 'third'"),
+            std::string::npos);
 }
 
 TEST(Report, CheckOrSkipSkipsWithAReason) {
   cs::reset_checks();
   testing::internal::CaptureStdout();
-  EXPECT_TRUE(cs::check_or_skip("--no-timing was given", "speedup", 0.5, cs::Compare::at_least, 2,
-                                "x"));
+  EXPECT_TRUE(
+      cs::check_or_skip("--no-timing was given", "speedup", 0.5, cs::Compare::at_least, 2, "x"));
   const std::string printed = testing::internal::GetCapturedStdout();
   EXPECT_EQ(printed, "CHECK speedup: skipped (--no-timing was given)\n");
   EXPECT_EQ(cs::checks_run(), 0);
