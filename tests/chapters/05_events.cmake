@@ -7,7 +7,7 @@ chapter_test(NAME result LABELS gpu
                   --overlap-ms 2 --records 100 --wait-ms 2 --repeats 2
              MATCH "CHECK consumer_results: 0 of 400012 values differ from the CPU reference ... PASS"
                    "s\\.wait_stream\\(other\\) +cudaEventRecord\\(e, other\\). cudaStreamWaitEvent\\(s, e, 0\\)"
-                   "CHECK event_timing_error: skipped \\(--no-timing\\)"
+                   "CHECK event_timing_error: skipped \\(--no-timing was given\\)"
                    "All [0-9]+ checks passed"
              NO_MATCH "FAIL")
 # One value, one round: the smallest sizes.
@@ -35,6 +35,59 @@ chapter_test(NAME timing.long_kernel LABELS gpu timing
              MATCH "CHECK event_timing_error: .* PASS" "CHECK unsynchronized_host_clock: .* PASS"
                    "All [0-9]+ checks passed"
              NO_MATCH "FAIL")
+
+# One test per part of the lesson (--part NAME).
+chapter_test(NAME part.timing LABELS gpu timing ARGS --part timing
+             MATCH "== Part 1 of 4: timing" "CHECK event_timing_error: .* PASS"
+                   "CHECK unsynchronized_host_clock: .* PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 2")
+chapter_test(NAME part.dependency LABELS gpu timing ARGS --part dependency
+             MATCH "== Part 2 of 4: dependency" "CHECK consumer_results: 0 of 20971520 values differ"
+                   "CHECK host_not_blocked_by_wait: .* PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 1" "== Part 3")
+chapter_test(NAME part.query LABELS gpu timing ARGS --part query
+             MATCH "== Part 3 of 4: query" "CHECK host_worked_while_gpu_ran: [1-9][0-9]* units .* PASS"
+                   "CHECK polled_while_kernel_ran: .* PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 2" "== Part 4")
+chapter_test(NAME part.flags LABELS gpu timing ARGS --part flags
+             MATCH "== Part 4 of 4: flags" "CHECK disable_timing_cost: .* PASS"
+                   "CHECK blocking_sync_cpu: .* PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 3")
+
+# The commands the lesson suggests ("Try:" and "What to try next").
+chapter_test(NAME try.long_kernel LABELS gpu timing ARGS --part timing --kernel-ms 100
+             MATCH "CHECK unsynchronized_host_clock: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.slow_producer LABELS gpu timing ARGS --part dependency --producer-ms 20 --rounds 5
+             MATCH "CHECK consumer_results: 0 of 5242880 values differ" "CHECK host_not_blocked_by_wait: .* PASS"
+                   "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.long_query LABELS gpu timing ARGS --part query --overlap-ms 100
+             MATCH "CHECK polled_while_kernel_ran: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.many_records LABELS gpu timing ARGS --part flags --records 100000
+             MATCH "CHECK disable_timing_cost: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.long_wait LABELS gpu timing ARGS --part flags --wait-ms 500 --repeats 3
+             MATCH "CHECK blocking_sync_cpu: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+
+# The launch environments users run under: every check passes or says why it is skipped.
+chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK unsynchronized_host_clock: skipped \\(CUDA_LAUNCH_BLOCKING=1: the launch returned only after the kernel, so the host clock measured it too"
+                   "Under CUDA_LAUNCH_BLOCKING=1 the launch returned only after the kernel"
+                   "CHECK consumer_results: 0 of 20971520 values differ"
+                   "CHECK host_not_blocked_by_wait: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK host_worked_while_gpu_ran: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK polled_while_kernel_ran: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK blocking_sync_cpu: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "One hardware queue: the consumer's wait sits in it behind the producer"
+                   "CHECK consumer_results: 0 of 20971520 values differ"
+                   "CHECK host_not_blocked_by_wait: .* PASS" "CHECK blocking_sync_cpu: .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "skipped")
+chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
+             MATCH "--part expects one of all, timing, dependency, query, flags, got 'nosuch'")
 
 # Every integer flag: zero, negative, not a number, too big.
 foreach(spec IN ITEMS "kernel-ms;1;1000" "producer-ms;1;1000" "rounds;1;1000" "overlap-ms;1;1000"
