@@ -138,29 +138,16 @@ void publish_timeline(const TimelineData& data, const CommonOptions& common,
   if (!common.svg_path.empty()) {
     std::string svg;
     if (published().size() == 1) {
-      svg = render_svg(published()[0].data, published()[0].title);
+      svg = render_svg(published()[0].data, published()[0].title).text;
     } else {
-      // Stack the charts: one <svg> per timeline inside an outer one.
-      // One time scale for all of them, so that their lengths compare at a glance.
+      // Stack the charts, one below the other, on one time scale for all of them, so that
+      // their lengths compare at a glance.
       double axis_ms = 0;
       for (const Published& p : published()) axis_ms = std::max(axis_ms, p.data.end_ms());
-      std::string inner;
-      double y = 0;
-      double width = 0;
-      for (const Published& p : published()) {
-        std::string one = render_svg(p.data, p.title, axis_ms);
-        const std::size_t w_at = one.find("width=\"") + 7;
-        const std::size_t h_at = one.find("height=\"") + 8;
-        const double w = std::stod(one.substr(w_at));
-        const double h = std::stod(one.substr(h_at));
-        one.insert(one.find("<svg") + 4, " y=\"" + std::to_string(static_cast<int>(y)) + "\"");
-        inner += one;
-        y += h;
-        width = std::max(width, w);
-      }
-      svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-            std::to_string(static_cast<int>(width)) + "\" height=\"" +
-            std::to_string(static_cast<int>(y)) + "\">\n" + inner + "</svg>\n";
+      std::vector<SvgPicture> pictures;
+      for (const Published& p : published())
+        pictures.push_back(render_svg(p.data, p.title, axis_ms));
+      svg = stack_svg(pictures).text;
     }
     write_file(common.svg_path, svg, "SVG picture");
     std::printf("SVG written to %s\n", common.svg_path.c_str());

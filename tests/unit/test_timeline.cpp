@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_streams/timeline.hpp"
@@ -175,14 +178,50 @@ cs::TimelineData two_streams() {
 }
 
 TEST(RenderAscii, OneRowPerStreamWithAxisAndLegend) {
-  // 10 ms over 20 columns: one column is 0.5 ms.
+  // 10 ms over 20 columns: one column is 0.5 ms; a tick every 2 ms, each one labelled.
   const std::string expected =
-      "         0    2.5  5.0   10.0 ms\n"
-      "         +----+----+----+---+\n"
+      "         0   2   4   6   8 10 ms\n"
+      "         +---+---+---+---+--+\n"
       "stream 1 HHHHKKKKKKKKDDDD....\n"
       "stream 2 ....HHHH....KKKKKKKK\n"
       "         H = H2D, K = kernel, D = D2H, . = idle\n";
   EXPECT_EQ(cs::render_ascii(two_streams(), 20), expected);
+}
+
+// The numbers on an ASCII chart's first line, without the unit.
+std::vector<std::string> ascii_labels(const std::string& chart) {
+  std::istringstream first_line(chart.substr(0, chart.find('\n')));
+  std::vector<std::string> labels;
+  for (std::string word; first_line >> word;) labels.push_back(word);
+  labels.pop_back();  // the unit
+  return labels;
+}
+
+TEST(RenderAscii, EveryTickHasALabelOnARoundValue) {
+  cs::TimelineData data;
+  data.rows = {"s"};
+  const std::vector<std::pair<double, std::vector<std::string>>> cases = {
+      {15.9, {"0", "5", "10", "15", "20"}},
+      {31.1, {"0", "10", "20", "30", "40"}},
+      {10.0, {"0", "2", "4", "6", "8", "10"}},
+      {7.3, {"0", "2", "4", "6", "8"}},
+      {0.9, {"0", "200", "400", "600", "800", "1000"}}};
+  for (const auto& [end_ms, labels] : cases) {
+    data.spans = {{0, "kernel", "", 0.0, end_ms}};
+    const std::string chart = cs::render_ascii(data, 64);
+    EXPECT_EQ(ascii_labels(chart), labels) << chart;
+    const std::string axis = chart.substr(chart.find('\n') + 1);
+    EXPECT_EQ(std::count(axis.begin(), axis.begin() + static_cast<long>(axis.find('\n')), '+'),
+              static_cast<long>(labels.size()))
+        << chart;
+  }
+  // Narrow: the step grows until the labels fit, and still every tick is labelled.
+  data.spans = {{0, "kernel", "", 0.0, 10.0}};
+  const std::string narrow = cs::render_ascii(data, 12);
+  const std::string axis = narrow.substr(narrow.find('\n') + 1);
+  EXPECT_EQ(std::count(axis.begin(), axis.begin() + static_cast<long>(axis.find('\n')), '+'),
+            static_cast<long>(ascii_labels(narrow).size()))
+      << narrow;
 }
 
 TEST(RenderAscii, EmptyTimelineSaysSo) {
@@ -193,9 +232,10 @@ TEST(RenderAscii, ShortSpansStillShowAndMicrosecondsAreUsedForShortRuns) {
   cs::TimelineData data;
   data.rows = {"s"};
   data.spans = {{0, "kernel", "", 0.0, 0.001}, {0, "copy", "", 0.399, 0.4}};
+  // 8 columns leave room for two labels only: the axis ends on the next round value, 500 us.
   const std::string chart = cs::render_ascii(data, 8);
-  EXPECT_NE(chart.find("s K......C\n"), std::string::npos) << chart;
-  EXPECT_EQ(chart.substr(0, chart.find('\n')), "  0    400 us") << chart;
+  EXPECT_NE(chart.find("s K.....C.\n"), std::string::npos) << chart;
+  EXPECT_EQ(chart.substr(0, chart.find('\n')), "  0    500 us") << chart;
 }
 
 TEST(ChromeTrace, ParsesAndHoldsEverySpan) {
@@ -231,8 +271,16 @@ TEST(ChromeTrace, EscapesWhatJsonNeeds) {
   EXPECT_EQ(cs::json_escape("a\"b\\c\nd\x01"), "a\\\"b\\\\c\\nd\\u0001");
 }
 
+// The value of attribute @p name in the first tag of @p svg that has it.
+std::string attribute(const std::string& svg, const std::string& name, std::size_t from = 0) {
+  const std::size_t at = svg.find(" " + name + "=\"", from);
+  if (at == std::string::npos) return "";
+  const std::size_t begin = at + name.size() + 3;
+  return svg.substr(begin, svg.find('"', begin) - begin);
+}
+
 TEST(RenderSvg, DrawsARectanglePerSpanAndNamesTheRows) {
-  const std::string svg = cs::render_svg(two_streams(), "two <streams>");
+  const std::string svg = cs::render_svg(two_streams(), "two <streams>").text;
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("two &lt;streams&gt;"), std::string::npos);
   std::size_t spans = 0;
@@ -242,15 +290,86 @@ TEST(RenderSvg, DrawsARectanglePerSpanAndNamesTheRows) {
   }
   EXPECT_EQ(spans, 5u);
   EXPECT_NE(svg.find(">stream 2</text>"), std::string::npos);
-  EXPECT_NE(svg.find("10.0 ms"), std::string::npos);
+  EXPECT_NE(svg.find(">10</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">ms</text>"), std::string::npos);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+}
+
+TEST(RenderSvg, HasAViewBoxOfItsSizeAndScalesToTheColumn) {
+  const cs::SvgPicture picture = cs::render_svg(two_streams(), "sized");
+  EXPECT_GT(picture.width, 760);
+  EXPECT_GT(picture.height, 0);
+  const std::string root = picture.text.substr(0, picture.text.find('>'));
+  EXPECT_EQ(attribute(root, "viewBox"),
+            "0 0 " + std::to_string(picture.width) + " " + std::to_string(picture.height));
+  EXPECT_EQ(attribute(root, "width"), "100%");
+  EXPECT_EQ(attribute(root, "height"), "");
+  EXPECT_NE(attribute(root, "style").find("max-width:" + std::to_string(picture.width) + "px"),
+            std::string::npos);
+  EXPECT_NE(attribute(root, "style").find("height:auto"), std::string::npos);
+  EXPECT_NE(picture.text.find(picture.content), std::string::npos);
+}
+
+TEST(RenderSvg, ALongTitleWidensThePicture) {
+  const std::string title(200, 't');
+  EXPECT_GE(cs::render_svg(two_streams(), title).width, 200 * 8);
 }
 
 TEST(RenderSvg, ASharedAxisMakesShorterRunsShorter) {
   // Drawn against a 20 ms axis, the 10 ms run ends half way and the axis ends at 20 ms.
-  const std::string svg = cs::render_svg(two_streams(), "half", 20.0);
-  EXPECT_NE(svg.find("20.0 ms"), std::string::npos);
-  EXPECT_EQ(svg.find("10.0 ms"), std::string::npos);
+  const std::string svg = cs::render_svg(two_streams(), "half", 20.0).text;
+  EXPECT_NE(svg.find(">20</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">10</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">2</text>"), std::string::npos);
+}
+
+TEST(RenderSvg, TicksFallOnRoundValues) {
+  cs::TimelineData data;
+  data.rows = {"s"};
+  data.spans = {{0, "kernel", "", 0.0, 15.9}};
+  const std::string svg = cs::render_svg(data, "odd end").text;
+  for (const char* label : {">0</text>", ">5</text>", ">10</text>", ">15</text>", ">20</text>"}) {
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
+  }
+  EXPECT_EQ(svg.find("15.9<"), std::string::npos);
+  data.spans = {{0, "kernel", "", 0.0, 2.4}};
+  const std::string quarter = cs::render_svg(data, "quarter").text;
+  EXPECT_NE(quarter.find(">0.5</text>"), std::string::npos) << quarter;
+  EXPECT_NE(quarter.find(">2.5</text>"), std::string::npos) << quarter;
+}
+
+TEST(RenderSvg, ATinySpanIsStillVisible) {
+  cs::TimelineData data;
+  data.rows = {"s"};
+  data.spans = {{0, "kernel", "tiny", 0.0, 0.0001}, {0, "copy", "", 0.0001, 10.0}};
+  const std::string svg = cs::render_svg(data, "tiny").text;
+  const std::size_t tiny = svg.rfind("<rect", svg.find("kernel tiny"));
+  EXPECT_EQ(attribute(svg, "width", tiny), "2.00") << svg;
+}
+
+TEST(StackSvg, OnePictureBelowTheOtherWithAViewBox) {
+  const cs::SvgPicture first = cs::render_svg(two_streams(), "first", 20.0);
+  cs::TimelineData one_row;
+  one_row.rows = {"a much longer stream name"};
+  one_row.spans = {{0, "kernel", "", 0.0, 20.0}};
+  const cs::SvgPicture second = cs::render_svg(one_row, "second", 20.0);
+  const cs::SvgPicture stack = cs::stack_svg({first, second});
+  EXPECT_EQ(stack.width, std::max(first.width, second.width));
+  EXPECT_EQ(stack.height, first.height + second.height);
+  const std::string root = stack.text.substr(0, stack.text.find('>'));
+  EXPECT_EQ(attribute(root, "viewBox"),
+            "0 0 " + std::to_string(stack.width) + " " + std::to_string(stack.height));
+  EXPECT_EQ(attribute(root, "width"), "100%");
+  // Each picture is a nested <svg> at its place, with its own viewBox.
+  const std::size_t inner = stack.text.find("<svg", 1);
+  const std::size_t next = stack.text.find("<svg", inner + 1);
+  ASSERT_NE(next, std::string::npos);
+  EXPECT_EQ(attribute(stack.text, "y", inner), "0");
+  EXPECT_EQ(attribute(stack.text, "viewBox", inner),
+            "0 0 " + std::to_string(first.width) + " " + std::to_string(first.height));
+  EXPECT_EQ(attribute(stack.text, "y", next), std::to_string(first.height));
+  EXPECT_EQ(attribute(stack.text, "height", next), std::to_string(second.height));
+  EXPECT_EQ(stack.text.substr(stack.text.size() - 7), "</svg>\n");
 }
 
 }  // namespace

@@ -56,7 +56,9 @@ struct TimelineData {
  *
  * Each span is drawn with the first letter (upper-cased) of its kind, idle
  * time with '.', and a legend names the letters. A span shorter than one
- * column still takes one column, so no span disappears.
+ * column still takes one column, so no span disappears. The axis ends on a
+ * round value at or after the run's end, with a labelled tick on every round
+ * step (1, 2, 2.5 or 5 times a power of ten) that leaves room for its label.
  */
 std::string render_ascii(const TimelineData& data, int width = 64);
 
@@ -68,9 +70,28 @@ std::string render_chrome_trace(const TimelineData& data, const std::string& pro
 /// so that several timelines can share one trace file.
 std::string chrome_trace_events(const TimelineData& data, const std::string& process_name, int pid);
 
-/// An SVG picture of the same chart, with @p title above it. The time axis spans @p axis_ms
-/// (0: the timeline's own end), so that several pictures can share one scale.
-std::string render_svg(const TimelineData& data, const std::string& title, double axis_ms = 0);
+/// An SVG picture and its size in pixels (the size of its viewBox).
+struct SvgPicture {
+  std::string text;  ///< the standalone document: `<svg ... viewBox="0 0 width height">...</svg>`
+  int width = 0;     ///< the picture's natural width, in px
+  int height = 0;    ///< the picture's natural height, in px
+  std::string content;  ///< the elements inside the root `<svg>`, for stack_svg()
+};
+
+/**
+ * @brief An SVG picture of the same chart, with @p title above it.
+ *
+ * The time axis runs from 0 to @p axis_ms (0: the timeline's own end) rounded up to a round
+ * step (1, 2, 2.5 or 5 times a power of ten), with a tick on every step, so that several
+ * pictures given the same @p axis_ms share one scale. The document has a `viewBox` and
+ * `width="100%"`, so it scales down to the column it is shown in. A span shorter than two
+ * pixels is drawn two pixels wide.
+ */
+SvgPicture render_svg(const TimelineData& data, const std::string& title, double axis_ms = 0);
+
+/// @p pictures one below the other in one SVG document (with a viewBox, scaling like one
+/// picture); its size is the widest picture's width and the sum of their heights.
+SvgPicture stack_svg(const std::vector<SvgPicture>& pictures);
 
 /// Escapes @p text for a JSON string literal (without the quotes).
 std::string json_escape(const std::string& text);
