@@ -8,19 +8,7 @@
  * collect() turns the events into milliseconds since the timeline's start.
  *
  * The rendering functions are pure (they take a TimelineData), so they can be
- * unit-tested on a machine without a GPU.
- *
- * Typical use: one line per span, which ends where its scope ends.
- * @code
- *   cs::Timeline timeline;
- *   timeline.start(streams[0]);
- *   for (int i = 0; i < n; ++i) {
- *     auto span = timeline.span("stream " + std::to_string(i), "kernel", streams[i]);
- *     kernel<<<1, 256, 0, streams[i]>>>(...);
- *   }
- *   cs::TimelineData data = timeline.collect();
- *   std::cout << cs::render_ascii(data);
- * @endcode
+ * unit-tested on a machine without a GPU. Typical use: see cs::Timeline.
  */
 #pragma once
 
@@ -106,6 +94,7 @@ class TimelineSpan {
   /// Used by Timeline::span().
   TimelineSpan(Timeline* timeline, int span, cudaStream_t stream)
       : timeline_(timeline), span_(span), stream_(stream) {}
+  /// Takes over @p other's span; @p other then holds none.
   TimelineSpan(TimelineSpan&& other) noexcept { *this = std::move(other); }
   /// Ends the span this object holds, then takes over @p other's.
   TimelineSpan& operator=(TimelineSpan&& other) noexcept;
@@ -121,7 +110,26 @@ class TimelineSpan {
   cudaStream_t stream_ = nullptr;
 };
 
-/// Records spans with CUDA events on the streams that run them.
+/**
+ * @brief Records spans with CUDA events on the streams that run them.
+ *
+ * Each span is a pair of CUDA events in the stream that runs the work, and an NVTX range of
+ * the same name, so that `nsys` shows the same picture. collect() waits for the events and
+ * returns a TimelineData in milliseconds since start(), for render_ascii(), render_svg(),
+ * render_chrome_trace() or publish_timeline().
+ *
+ * Typical use: one line per span, which ends where its scope ends.
+ * @code
+ *   cs::Timeline timeline;
+ *   timeline.start(streams[0]);
+ *   for (int i = 0; i < n; ++i) {
+ *     auto span = timeline.span("stream " + std::to_string(i), "kernel", streams[i]);
+ *     kernel<<<1, 256, 0, streams[i]>>>(...);
+ *   }
+ *   cs::TimelineData data = timeline.collect();
+ *   std::cout << cs::render_ascii(data);
+ * @endcode
+ */
 class Timeline {
  public:
   Timeline() = default;
