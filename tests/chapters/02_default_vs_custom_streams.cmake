@@ -23,8 +23,11 @@ chapter_test(NAME timing.legacy ARGS --part legacy LABELS gpu timing
                    "CHECK cudaStreamPerThread_does_not_serialize: .* PASS")
 chapter_test(NAME timing.threads ARGS --part threads LABELS gpu timing
              MATCH "CHECK threads_share_the_legacy_stream: .* PASS")
-chapter_test(NAME timing.seed ARGS --part seed LABELS gpu timing
-             MATCH "CHECK seed_mm_two_streams: .* PASS" "CHECK seed_sync_inside_is_serial: .* PASS"
+# The seed part became two parts, seed_mm and seed_sync: one timing test each.
+chapter_test(NAME timing.seed_mm ARGS --part seed_mm LABELS gpu timing
+             MATCH "CHECK seed_mm_two_streams: .* PASS")
+chapter_test(NAME timing.seed ARGS --part seed_sync LABELS gpu timing
+             MATCH "CHECK seed_sync_inside_is_serial: .* PASS"
                    "CHECK seed_sync_once_overlaps: .* PASS")
 
 # Timing, per-thread build: stream 0 is each host thread's own stream.
@@ -36,7 +39,9 @@ chapter_test(NAME timing.legacy EXE ${ch02_per_thread} ARGS --part legacy LABELS
                    "CHECK cudaStreamPerThread_does_not_serialize: .* PASS")
 chapter_test(NAME timing.threads EXE ${ch02_per_thread} ARGS --part threads LABELS gpu timing
              MATCH "CHECK threads_run_concurrently: .* PASS")
-chapter_test(NAME timing.seed EXE ${ch02_per_thread} ARGS --part seed LABELS gpu timing
+chapter_test(NAME timing.seed_mm EXE ${ch02_per_thread} ARGS --part seed_mm LABELS gpu timing
+             MATCH "CHECK seed_mm_two_streams: .* PASS")
+chapter_test(NAME timing.seed EXE ${ch02_per_thread} ARGS --part seed_sync LABELS gpu timing
              MATCH "CHECK seed_sync_inside_is_serial: .* PASS"
                    "CHECK seed_sync_once_overlaps: .* PASS")
 
@@ -53,6 +58,30 @@ foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
                      "CHECK breadth_first_within_ideal: .* PASS")
 endforeach()
 
+# The lesson: the whole program, and each part alone, in both builds.
+foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
+  chapter_test(NAME lesson EXE ${exe} LABELS gpu timing
+               MATCH "== Part 6 of 6: seed_sync" "What stream 0 means in this build"
+                     "All [0-9]+ checks passed" NO_MATCH "FAIL")
+  foreach(part IN ITEMS concurrency legacy threads connections seed_mm seed_sync)
+    chapter_test(NAME part.${part} EXE ${exe} ARGS --part ${part} LABELS gpu timing
+                 MATCH "== Part [1-6] of 6: ${part}:" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+  endforeach()
+  # CUDA_LAUNCH_BLOCKING=1: one host thread cannot overlap streams; the overlap checks skip with
+  # the reason, and the program says what it changed.
+  chapter_test(NAME env.launch_blocking EXE ${exe} LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+               MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
+                     "CHECK concurrency_speedup: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                     "Under CUDA_LAUNCH_BLOCKING=1 each launch returned only when its kernel"
+                     "All [0-9]+ checks passed" NO_MATCH "FAIL")
+  # CUDA_DEVICE_MAX_CONNECTIONS=1: every stream shares one hardware queue.
+  chapter_test(NAME env.one_connection EXE ${exe} LABELS gpu timing
+               ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+               MATCH "CUDA_DEVICE_MAX_CONNECTIONS=1: the streams share 1 hardware work queue"
+                     "With one hardware queue all 32 streams share it"
+                     "All [0-9]+ checks passed" NO_MATCH "FAIL")
+endforeach()
+
 # Bad command lines: exit 2 and one line naming the flag and its range, before any CUDA call.
 chapter_bad_values(FLAG kernels CASES zero=0 negative=-1 text=many too_big=65
                    EXPECT "--kernels expects an integer from 1 to 64, got '<value>'")
@@ -67,7 +96,10 @@ chapter_bad_values(FLAG matrix CASES zero=0 negative=-1000 text=big too_small=15
 chapter_bad_values(FLAG repeats CASES zero=0 negative=-5 text=five too_big=51
                    EXPECT "--repeats expects an integer from 1 to 50, got '<value>'")
 chapter_bad_values(FLAG part CASES unknown=overlap
-                   EXPECT "--part expects one of all, concurrency, legacy, threads, connections, seed, got '<value>'")
+                   EXPECT "--part expects one of all, concurrency, legacy, threads, connections, seed_mm, seed_sync, got '<value>'")
+chapter_test(NAME args.part_nosuch ARGS --part nosuch EXIT 2
+             MATCH "--part expects one of all, concurrency, legacy, threads, connections, seed_mm, seed_sync, got 'nosuch'"
+             LABELS args host)
 chapter_test(NAME args.part_missing_value ARGS --part EXIT 2 MATCH "--part needs a value"
              LABELS args host)
 # The per-thread build parses the same flags.
@@ -89,3 +121,20 @@ foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
   chapter_sanitizer_tests(EXE ${exe}
                           ARGS --kernels 2 --kernel-ms 0.1 --threads 2 --streams 4 --matrix 64)
 endforeach()
+
+# The commands the lesson suggests under "What to try next" (each must exit 0).
+chapter_test(NAME try.one_queue_concurrency ARGS --part concurrency LABELS gpu timing
+             ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             MATCH "With one hardware queue the launches reach the GPU in issue order"
+                   "All [0-9]+ checks passed")
+chapter_test(NAME try.kernels_32 ARGS --part concurrency --kernels 32 LABELS gpu timing
+             MATCH "CHECK concurrency_speedup: .* PASS")
+chapter_test(NAME try.kernel_ms_0_1 ARGS --part concurrency --kernel-ms 0.1 LABELS gpu timing
+             MATCH "CHECK concurrency_speedup: .* PASS")
+chapter_test(NAME try.legacy_10ms ARGS --part legacy --kernel-ms 10 LABELS gpu timing
+             MATCH "CHECK stream0_serializes_blocking_streams: .* PASS")
+chapter_test(NAME try.streams_48_on_16 ARGS --part connections --streams 48 LABELS gpu timing
+             ENV CUDA_DEVICE_MAX_CONNECTIONS=16
+             MATCH "16 hardware queues, up to 3 streams per queue" "All [0-9]+ checks passed")
+chapter_test(NAME try.trace ARGS --part concurrency --trace ch02.json LABELS gpu timing
+             MATCH "ch02.json" "All [0-9]+ checks passed")
