@@ -2,32 +2,21 @@
 //
 // What it teaches
 //   "The default stream executes kernels serially; streams let kernels run at the same time."
-//   The program measures that sentence and the rules behind it, one part per idea:
-//   concurrency  N one-block kernels run in turn in the default stream, together in N streams.
-//   legacy       One tiny kernel in the legacy default stream serializes two cudaStreamCreate()
-//                streams; cudaStreamNonBlocking streams are exempt.
-//   threads      Host threads launching into stream 0 share one stream in the legacy build, and
-//                each have their own with --default-stream per-thread.
-//   connections  Streams share CUDA_DEVICE_MAX_CONNECTIONS hardware queues: a kernel that waits
-//                holds back the streams queued behind it. Depth-first vs breadth-first issue.
-//   seed_mm      The seed's torch.mm(A, A) and torch.mm(B, B) on two streams.
-//   seed_sync    The seed's t1 * 2 / t2 * 3, synchronizing inside each stream's block vs once.
+//   It measures that sentence and the rules behind it, one part each: concurrency, legacy, threads
+//   (per-thread default streams), connections (hardware queues), the seed's seed_mm and seed_sync.
 //
 // Build and run
 //   cmake --preset default && cmake --build --preset default
-//   build/bin/02_default_vs_custom_streams              (stream 0 = the legacy default stream)
-//   build/bin/02_default_vs_custom_streams_per_thread   (stream 0 = each thread's own stream)
+//   build/bin/02_default_vs_custom_streams and build/bin/02_default_vs_custom_streams_per_thread
 //   nvcc -std=c++17 -Icommon/include common/src/*.cpp -o 02_default_vs_custom_streams
 //        chapters/02_default_vs_custom_streams/default_vs_custom_streams.cu     (one line; add
 //        --default-stream per-thread for the second build)
 //   --part NAME runs one part; --help lists the parts and the flags.
 //
 // What to expect
-//   Per part: median times, the ratio that is the lesson beside its bar in a CHECK line, and an
-//   ASCII timeline drawn from the kernels' own clocks; then what stream 0 means in this build and
-//   "All N checks passed". Under CUDA_LAUNCH_BLOCKING=1 or CUDA_DEVICE_MAX_CONNECTIONS=1 it says
-//   what the setting changes and skips, with the reason, the checks that cannot hold there.
-//   default_vs_custom_streams_lab.cuh holds the measurement machinery; a reader may skip it.
+//   Per part: median times, the lesson's ratio in a CHECK line beside its bar, and a timeline;
+//   then what stream 0 means in this build, and "All N checks passed". The measurement machinery
+//   is in default_vs_custom_streams_lab.cuh, which a reader may skip.
 
 #include <cstdio>
 #include <string>
@@ -40,19 +29,16 @@
 // nvcc defines CUDA_API_PER_THREAD_DEFAULT_STREAM in the --default-stream per-thread build.
 #ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
 constexpr bool kPerThreadBuild = true;
-constexpr const char* kProgram = "02_default_vs_custom_streams_per_thread";
-constexpr const char* kBuildName = "--default-stream per-thread";
 #else
 constexpr bool kPerThreadBuild = false;
-constexpr const char* kProgram = "02_default_vs_custom_streams";
-constexpr const char* kBuildName = "--default-stream legacy";
 #endif
+constexpr const char* kBuildName =
+    kPerThreadBuild ? "--default-stream per-thread" : "--default-stream legacy";
 
 constexpr int kSpinThreads = 32;  // one warp: each spin kernel occupies one slot on one SM
 constexpr int kTile = 16;         // the SGEMM's tile edge
 
 // Kernels ---------------------------------------------------------------------------------------
-
 // Waits task.duration_ns on the GPU's global timer, so a kernel lasts the same time at any clock
 // speed, then writes when it ran. The clock64() bound ends the wait only if the timer stood still.
 __global__ void spin_kernel(lab::SpinTask task) {
@@ -98,21 +84,20 @@ __global__ void scale_kernel(const float* in, float* out, float factor, size_t c
 }
 
 // Part 1: the same kernels in the default stream and in created streams -----------------------
-
 void part_concurrency(const lab::Setup& setup, int kernels) {
-  const unsigned long long work_ns = lab::ms_to_ns(setup.kernel_ms);
   std::vector<cudaStream_t> streams(kernels);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   lab::KernelLog log(2 * kernels);
   // Stream 0: each kernel waits for the one before it.
   const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    for (int i = 0; i < kernels; ++i) spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(i, work_ns));
+    for (int i = 0; i < kernels; ++i)
+      spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(i, setup.kernel_ns));
     CS_CHECK_LAUNCH();
   });
   // One created stream per kernel: nothing orders them, so they can share the GPU.
   const lab::Timed concurrent = lab::time_and_issue_ms(setup, [&] {
     for (int i = 0; i < kernels; ++i) {
-      spin_kernel<<<1, kSpinThreads, 0, streams[i]>>>(log.task(kernels + i, work_ns));
+      spin_kernel<<<1, kSpinThreads, 0, streams[i]>>>(log.task(kernels + i, setup.kernel_ns));
     }
     CS_CHECK_LAUNCH();
   });
@@ -120,36 +105,25 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
   lab::print_times(
       {{"default stream (one after another)", serial.median},
        {cs::format("%d created streams (launches issued in %.3f ms)", kernels, concurrent.issue_ms),
-        concurrent.time.median}});
-  std::printf("  %-52s %9.2fx\n", "speedup", speedup);
+        concurrent.time.median}},
+      speedup);
   log.verify("concurrency_kernel");
   lab::publish_concurrency_timeline(log.fetch(), setup, kernels);
-
   // The ideal: N kernels in the turns the hardware queues allow, after the launches were issued.
   const int turns = lab::turns(setup, kernels);
   const double ideal = lab::ideal_speedup(kernels, setup.kernel_ms, turns, concurrent.issue_ms);
   // 75% of the ideal leaves room for launch jitter and the kernels' start-up on the SMs.
   constexpr double kOfIdeal = 0.75;
-  cs::check_or_skip(
-      cs::first_reason({setup.timing_skip, cs::no_overlap_reason(setup.env)}),
-      "concurrency_speedup", speedup, cs::Compare::at_least, kOfIdeal * ideal, "x",
-      cs::format("%.2f x ideal %.2fx: %d kernels in %d turn%s on %d queues%s, %.3f "
-                 "ms to issue",
-                 kOfIdeal, ideal, kernels, turns, turns == 1 ? "" : "s", setup.connections(),
-                 setup.concurrent_kernels() ? "" : " (concurrentKernels = 0)",
-                 concurrent.issue_ms));
+  cs::check_or_skip(lab::overlap_skip(setup), "concurrency_speedup", speedup, cs::Compare::at_least,
+                    kOfIdeal * ideal, "x",
+                    lab::ideal_why(kOfIdeal, ideal, kernels, turns, setup, concurrent.issue_ms));
   lab::explain_concurrency(setup);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
 // Part 2: the legacy default stream's implicit synchronization ---------------------------------
-
 void part_legacy(const lab::Setup& setup, lab::Summary& summary) {
-  const unsigned long long work_ns = lab::ms_to_ns(setup.kernel_ms);
-  // The middle kernel's stream: 0 as this build reads it, then the two default streams by name,
-  // which mean the same stream in either build.
-  const char* labels[] = {kPerThreadBuild ? "0 (this build: per-thread)" : "0 (this build: legacy)",
-                          "cudaStreamLegacy", "cudaStreamPerThread"};
+  // The middle kernel's stream: 0 as this build reads it, then both default streams by name.
   const cudaStream_t middles[] = {0, cudaStreamLegacy, cudaStreamPerThread};
   cudaStream_t blocking[2];
   cudaStream_t non_blocking[2];
@@ -159,18 +133,16 @@ void part_legacy(const lab::Setup& setup, lab::Summary& summary) {
   }
   lab::KernelLog log(3 * 2 * 3);
   double times[3][2];  // [middle stream][blocking, non-blocking A and B]
-  for (int m = 0; m < 3; ++m) {
-    for (int kind = 0; kind < 2; ++kind) {
-      cudaStream_t* pair = kind == 0 ? blocking : non_blocking;
-      const int slot = (m * 2 + kind) * 3;
-      times[m][kind] =
-          cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-            spin_kernel<<<1, kSpinThreads, 0, pair[0]>>>(log.task(slot, work_ns));      // A
-            spin_kernel<<<1, kSpinThreads, 0, middles[m]>>>(log.task(slot + 1, 0));     // tiny
-            spin_kernel<<<1, kSpinThreads, 0, pair[1]>>>(log.task(slot + 2, work_ns));  // B
-            CS_CHECK_LAUNCH();
-          }).median;
-    }
+  for (int run = 0; run < 6; ++run) {
+    const int m = run / 2, slot = run * 3;
+    cudaStream_t* pair = run % 2 == 0 ? blocking : non_blocking;
+    times[m][run % 2] =
+        cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+          spin_kernel<<<1, kSpinThreads, 0, pair[0]>>>(log.task(slot, setup.kernel_ns));  // A
+          spin_kernel<<<1, kSpinThreads, 0, middles[m]>>>(log.task(slot + 1, 0));         // tiny
+          spin_kernel<<<1, kSpinThreads, 0, pair[1]>>>(log.task(slot + 2, setup.kernel_ns));  // B
+          CS_CHECK_LAUNCH();
+        }).median;
   }
   // Blocking time / non-blocking time. Under launch blocking the non-blocking pair takes turns
   // too, so the blocking time is compared with one kernel's time instead.
@@ -179,19 +151,13 @@ void part_legacy(const lab::Setup& setup, lab::Summary& summary) {
     ratios[m] = lab::ratio(times[m][0], setup.env.launch_blocking ? setup.kernel_ms : times[m][1]);
   }
   log.verify("legacy_kernel");
-  lab::report_legacy(labels, times, ratios, log.fetch(), setup, kBuildName);
-
+  lab::report_legacy(kPerThreadBuild, times, ratios, log.fetch(), setup, kBuildName);
   // Serialized: ideal 2x (B waits for the tiny kernel, which waits for A); 1.6 leaves 20% slack.
   constexpr double kSerialized = 1.6;
   // Not serialized: ideal 1x (A and B overlap); 1.25 leaves room for launch jitter.
   constexpr double kNotSerialized = 1.25;
-  const std::string skip =
-      cs::first_reason({setup.timing_skip,
-                        setup.concurrent_kernels() ? "" : "concurrentKernels = 0: one at a time"});
-  const std::string no_overlap = cs::first_reason({skip, cs::no_overlap_reason(setup.env)});
-  const std::string serial_why = setup.env.launch_blocking
-                                     ? "blocking time / one kernel's: A and B take turns"
-                                     : "ideal 2x: B waits for the tiny kernel, which waits for A";
+  const std::string skip = lab::concurrent_skip(setup), no_overlap = lab::overlap_skip(setup);
+  const std::string serial_why = lab::serial_why(setup);
   const std::string free_why = "ideal 1x: A and B overlap as if stream 0 were not there";
   if (kPerThreadBuild) {
     cs::check_or_skip(no_overlap, "stream0_does_not_serialize", ratios[0], cs::Compare::at_most,
@@ -204,9 +170,7 @@ void part_legacy(const lab::Setup& setup, lab::Summary& summary) {
                     kSerialized, "x", serial_why);
   cs::check_or_skip(no_overlap, "cudaStreamPerThread_does_not_serialize", ratios[2],
                     cs::Compare::at_most, kNotSerialized, "x", free_why);
-  summary.stream0_ratio = ratios[0];
-  summary.serialized_bar = kSerialized;
-  summary.free_bar = kNotSerialized;
+  summary.stream0 = {ratios[0], kSerialized, kNotSerialized};
   lab::explain_legacy(setup);
   for (cudaStream_t stream : {blocking[0], blocking[1], non_blocking[0], non_blocking[1]}) {
     CS_CHECK(cudaStreamDestroy(stream));
@@ -214,19 +178,16 @@ void part_legacy(const lab::Setup& setup, lab::Summary& summary) {
 }
 
 // Part 3: host threads, each launching into its stream 0 ---------------------------------------
-
 void part_threads(const lab::Setup& setup, int threads, lab::Summary& summary) {
-  const unsigned long long work_ns = lab::ms_to_ns(setup.kernel_ms);
   lab::KernelLog log(2 * threads);
   // The reference: one thread launches all the kernels into its stream 0.
   const cs::Stats one_thread = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     for (int t = 0; t < threads; ++t) {
-      spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(threads + t, work_ns));
+      spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(threads + t, setup.kernel_ns));
     }
     CS_CHECK_LAUNCH();
   });
-  // Each std::thread launches into "stream 0", which is its own stream only in the per-thread
-  // build. The clock starts once every thread has run its preparation (the first lambda).
+  // Each std::thread launches into "stream 0": its own stream only in the per-thread build.
   const cs::Stats many_threads = lab::time_host_threads_ms(
       setup, threads,
       [&](int) {
@@ -234,55 +195,47 @@ void part_threads(const lab::Setup& setup, int threads, lab::Summary& summary) {
         CS_CHECK(cudaStreamSynchronize(0));     // creates this thread's stream 0 (per-thread)
       },
       [&](int t) {
-        spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(t, work_ns));
+        spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(t, setup.kernel_ns));
         CS_CHECK_LAUNCH();
         CS_CHECK(cudaStreamSynchronize(0));
       });
   const double speedup = lab::ratio(one_thread.median, many_threads.median);
   lab::print_times(
       {{cs::format("1 thread, %d kernels into stream 0", threads), one_thread.median},
-       {cs::format("%d threads, 1 kernel each into stream 0", threads), many_threads.median}});
-  std::printf("  %-52s %9.2fx\n", "speedup", speedup);
+       {cs::format("%d threads, 1 kernel each into stream 0", threads), many_threads.median}},
+      speedup);
   log.verify("threads_kernel");
   lab::publish_threads_timeline(log.fetch(), setup, threads, kBuildName);
-
   // Per-thread: 75% of the ideal, T kernels in the turns the queues allow (each thread issues one
   // launch, so no issue time). Legacy: ideal 1x, and 1.25 leaves room for jitter.
   constexpr double kOfIdeal = 0.75;
   constexpr double kThreadsShareOne = 1.25;
-  const double ideal =
-      lab::ideal_speedup(threads, setup.kernel_ms, lab::turns(setup, threads), 0.0);
+  const int turns = lab::turns(setup, threads);
+  const double ideal = lab::ideal_speedup(threads, setup.kernel_ms, turns, 0.0);
   if (kPerThreadBuild) {
-    cs::check_or_skip(
-        setup.timing_skip, "threads_run_concurrently", speedup, cs::Compare::at_least,
-        kOfIdeal * ideal, "x",
-        cs::format("%.2f x ideal %.2fx: each thread's stream 0 is its own stream%s", kOfIdeal,
-                   ideal, setup.concurrent_kernels() ? "" : "; concurrentKernels = 0"));
+    cs::check_or_skip(setup.timing_skip, "threads_run_concurrently", speedup, cs::Compare::at_least,
+                      kOfIdeal * ideal, "x",
+                      lab::ideal_why(kOfIdeal, ideal, threads, turns, setup, 0.0));
   } else {
     cs::check_or_skip(setup.timing_skip, "threads_share_the_legacy_stream", speedup,
                       cs::Compare::at_most, kThreadsShareOne, "x",
                       "ideal 1x: every thread's stream 0 is the one legacy stream");
   }
-  summary.threads_speedup = speedup;
-  summary.shared_bar = kThreadsShareOne;
-  summary.threads = threads;
+  summary.threads = {speedup, kThreadsShareOne, double(threads)};
   lab::explain_threads(setup, kPerThreadBuild);
 }
 
 // Part 4: more streams than hardware queues ----------------------------------------------------
-
 void part_connections(const lab::Setup& setup, int stream_count) {
-  const unsigned long long work_ns = lab::ms_to_ns(setup.kernel_ms);
   const int sharing = lab::streams_per_queue(setup, stream_count);
   lab::print_queues(setup, stream_count);
   // Created in one go, so that the driver deals them out over the queues in turn.
   std::vector<cudaStream_t> streams(stream_count);
   for (cudaStream_t& s : streams) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  // Records [layout][stream][A, B]; layouts: one stream alone, A alone everywhere, depth-first,
-  // breadth-first.
+  // Records [layout][stream][A, B]; layouts: alone, A everywhere, depth-, breadth-first.
   lab::KernelLog log(4 * 2 * stream_count);
   auto task = [&](int layout, int s, int b) {
-    return log.task((layout * stream_count + s) * 2 + b, work_ns);
+    return log.task((layout * stream_count + s) * 2 + b, setup.kernel_ns);
   };
   // One stream's A then B: what every stream would take if none waited for another.
   const cs::Stats alone = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
@@ -316,15 +269,11 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   lab::print_connections_table(alone.median, ideal_ms, depth, breadth.median, single, stream_count);
   log.verify("connections_kernel");
   lab::publish_connections_timelines(log.fetch(), setup, stream_count);
-
-  const std::string skip = cs::first_reason(
-      {setup.timing_skip, cs::no_overlap_reason(setup.env),
-       setup.concurrent_kernels() ? "" : "concurrentKernels = 0: streams cannot overlap at all"});
+  const std::string skip = lab::overlap_skip(setup);
   if (sharing == 1) {
     // Enough queues: both orders within 1.2x of the ideal (one stream's time plus issue time).
     constexpr double kWithinIdeal = 1.2;
-    const std::string why = cs::format("every stream has a queue of its own: %d >= %d streams",
-                                       setup.connections(), stream_count);
+    const std::string why = lab::own_queue_why(setup, stream_count);
     cs::check_or_skip(skip, "depth_first_within_ideal", lab::ratio(depth.time.median, ideal_ms),
                       cs::Compare::at_most, kWithinIdeal, "x", why);
     cs::check_or_skip(skip, "breadth_first_within_ideal", lab::ratio(breadth.median, ideal_ms),
@@ -336,9 +285,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
     constexpr double kOfPredictedLoss = 0.7;
     cs::check_or_skip(skip, "false_dependencies", lab::ratio(depth.time.median, alone.median),
                       cs::Compare::at_least, kOfPredictedLoss * predicted, "x",
-                      cs::format("depth-first / one stream alone, %.1f x predicted %.1fx: %d "
-                                 "streams per queue, each B holds its queue until its A ends",
-                                 kOfPredictedLoss, predicted, sharing));
+                      lab::false_dependency_why(kOfPredictedLoss, predicted, sharing));
     // Breadth-first puts independent kernels side by side: at most 10% slower than depth-first.
     constexpr double kBreadthVsDepth = 1.1;
     cs::check_or_skip(skip, "breadth_first_no_slower",
@@ -350,33 +297,29 @@ void part_connections(const lab::Setup& setup, int stream_count) {
 }
 
 // Part 5: the seed's torch.mm(A, A) and torch.mm(B, B) on two streams --------------------------
-
 void part_seed_mm(const lab::Setup& setup, int n) {
   const size_t bytes = size_t(n) * n * sizeof(float);
   // PyTorch creates its streams non-blocking, so stream 0 never stands between them.
   cudaStream_t s1, s2;
   CS_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
   CS_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-  // A = torch.rand(n, n), B = torch.rand(n, n)
-  const std::vector<float> host_a = lab::random_values(size_t(n) * n, 0, false);
+  const std::vector<float> host_a = lab::random_values(size_t(n) * n, 0, false);  // torch.rand
   const std::vector<float> host_b = lab::random_values(size_t(n) * n, 1, false);
   float *a, *b, *c, *d;
   for (float** p : {&a, &b, &c, &d}) CS_CHECK(cudaMalloc(p, bytes));
   CS_CHECK(cudaMemcpy(a, host_a.data(), bytes, cudaMemcpyHostToDevice));
   CS_CHECK(cudaMemcpy(b, host_b.data(), bytes, cudaMemcpyHostToDevice));
   CS_CHECK(cudaDeviceSynchronize());  // torch.cuda.synchronize(): the inputs are ready
-
   const dim3 block(kTile, kTile);
   const dim3 grid((n + kTile - 1) / kTile, (n + kTile - 1) / kTile);
   matmul_tiled<<<grid, block, 0, s1>>>(a, a, c, n);  // with torch.cuda.stream(s1): C = mm(A, A)
   matmul_tiled<<<grid, block, 0, s2>>>(b, b, d, n);  // with torch.cuda.stream(s2): D = mm(B, B)
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaDeviceSynchronize());  // torch.cuda.synchronize(): wait for C and D
-  // Float sums of n products against a double-precision CPU reference: 1e-4 relative.
+  // Float sums of n products against a double CPU reference: 1e-4 relative.
   constexpr double kGemmTolerance = 1e-4;
   lab::verify_square("seed_mm_C", "A x A", "C = mm(A, A) on s1", host_a, c, n, kGemmTolerance);
   lab::verify_square("seed_mm_D", "B x B", "D = mm(B, B) on s2", host_b, d, n, kGemmTolerance);
-
   const cs::Stats mm_one = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     matmul_tiled<<<grid, block, 0, s1>>>(a, a, c, n);
     matmul_tiled<<<grid, block, 0, s1>>>(b, b, d, n);
@@ -392,89 +335,72 @@ void part_seed_mm(const lab::Setup& setup, int n) {
   // Each mm fills the GPU, so two streams can overlap only one's tail with the other's start;
   // they must cost nothing: at most 1.2x (timing noise on sub-millisecond runs).
   constexpr double kTwoStreamGemmMax = 1.2;
-  cs::check_or_skip(setup.timing_skip, "seed_mm_two_streams",
-                    lab::ratio(mm_two.median, mm_one.median), cs::Compare::at_most,
-                    kTwoStreamGemmMax, "x",
-                    "two streams / one stream: each mm fills the GPU, so streams can overlap only "
-                    "the tail, but must cost nothing");
+  cs::check_or_skip(
+      setup.timing_skip, "seed_mm_two_streams", lab::ratio(mm_two.median, mm_one.median),
+      cs::Compare::at_most, kTwoStreamGemmMax, "x",
+      "two streams / one stream: each mm fills the GPU, so streams overlap only tails");
   for (float* p : {a, b, c, d}) CS_CHECK(cudaFree(p));
   CS_CHECK(cudaStreamDestroy(s1));
   CS_CHECK(cudaStreamDestroy(s2));
 }
 
 // Part 6: the seed's t1 * 2 / t2 * 3, synchronizing inside each stream's block or once ---------
-
 void part_seed_sync(const lab::Setup& setup, int n) {
   const size_t count = size_t(n) * n;
   const size_t bytes = count * sizeof(float);
   cudaStream_t s1, s2;
   CS_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
   CS_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-  // t1 = torch.randn(n, n), t2 = torch.randn(n, n)
-  const std::vector<float> host_t1 = lab::random_values(count, 2, true);
+  const std::vector<float> host_t1 = lab::random_values(count, 2, true);  // torch.randn(n, n)
   const std::vector<float> host_t2 = lab::random_values(count, 3, true);
   float *t1, *t2, *res1, *res2;
   for (float** p : {&t1, &t2, &res1, &res2}) CS_CHECK(cudaMalloc(p, bytes));
   CS_CHECK(cudaMemcpy(t1, host_t1.data(), bytes, cudaMemcpyHostToDevice));
   CS_CHECK(cudaMemcpy(t2, host_t2.data(), bytes, cudaMemcpyHostToDevice));
   CS_CHECK(cudaDeviceSynchronize());
-
   // Each block also runs a spin kernel of --kernel-ms for the rest of its work: the scale alone
   // lasts microseconds, too short to see what the synchronization costs.
-  const unsigned long long work_ns = lab::ms_to_ns(setup.kernel_ms);
   const int blocks = int(std::min<size_t>((count + 255) / 256, 4 * setup.prop.multiProcessorCount));
   lab::KernelLog log(6);
-  auto block_one = [&](cudaStream_t stream, int slot) {  // with torch.cuda.stream(s1): t1 * 2
-    scale_kernel<<<blocks, 256, 0, stream>>>(t1, res1, 2.0f, count);
-    spin_kernel<<<1, kSpinThreads, 0, stream>>>(log.task(slot, work_ns));
-    CS_CHECK_LAUNCH();
-  };
-  auto block_two = [&](cudaStream_t stream, int slot) {  // with torch.cuda.stream(s2): t2 * 3
-    scale_kernel<<<blocks, 256, 0, stream>>>(t2, res2, 3.0f, count);
-    spin_kernel<<<1, kSpinThreads, 0, stream>>>(log.task(slot, work_ns));
+  // with torch.cuda.stream(stream): out = in * factor, then the rest of the block's work.
+  auto block = [&](cudaStream_t stream, const float* in, float* out, float factor, int slot) {
+    scale_kernel<<<blocks, 256, 0, stream>>>(in, out, factor, count);
+    spin_kernel<<<1, kSpinThreads, 0, stream>>>(log.task(slot, setup.kernel_ns));
     CS_CHECK_LAUNCH();
   };
   const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    block_one(s1, 0);  // both blocks in one stream: the reference
-    block_two(s1, 1);
+    block(s1, t1, res1, 2.0f, 0);  // both blocks in one stream: the reference
+    block(s1, t2, res2, 3.0f, 1);
   });
   // The seed: s1.synchronize() inside the first block, s2.synchronize() inside the second.
   const cs::Stats sync_inside = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    block_one(s1, 2);
+    block(s1, t1, res1, 2.0f, 2);
     CS_CHECK(cudaStreamSynchronize(s1));
-    block_two(s2, 3);
+    block(s2, t2, res2, 3.0f, 3);
     CS_CHECK(cudaStreamSynchronize(s2));
   });
   // The fix: issue both blocks, then wait once (torch.cuda.synchronize()).
   const cs::Stats sync_once = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    block_one(s1, 4);
-    block_two(s2, 5);
+    block(s1, t1, res1, 2.0f, 4);
+    block(s2, t2, res2, 3.0f, 5);
     CS_CHECK(cudaDeviceSynchronize());
   });
-  // print(res1.shape, res2.shape): an elementwise product has its input's shape.
-  std::printf("  res1.shape, res2.shape: torch.Size([%d, %d]) torch.Size([%d, %d])\n", n, n, n, n);
+  std::printf(  // print(res1.shape, res2.shape): an elementwise product keeps its shape
+      "  res1.shape, res2.shape: torch.Size([%d, %d]) torch.Size([%d, %d])\n", n, n, n, n);
   lab::verify_scaled("seed_res1 (t1 * 2)", res1, host_t1, 2.0f);
   lab::verify_scaled("seed_res2 (t2 * 3)", res2, host_t2, 3.0f);
   log.verify("seed_kernel");
-
   const double inside = lab::ratio(sync_inside.median, serial.median);
   const double once = lab::ratio(sync_once.median, serial.median);
-  lab::print_times({{"both blocks in one stream (serial)", serial.median},
-                    {cs::format("the seed: synchronize inside each block (%.2fx serial)", inside),
-                     sync_inside.median},
-                    {cs::format("the fix: issue both, synchronize once (%.2fx serial)", once),
-                     sync_once.median}});
+  lab::print_sync_table(serial.median, sync_inside.median, sync_once.median);
   // The host waits for s1 before it issues s2's work: serial time, 0.9 for timing noise.
   constexpr double kSyncInsideMin = 0.9;
   cs::check_or_skip(setup.timing_skip, "seed_sync_inside_is_serial", inside, cs::Compare::at_least,
                     kSyncInsideMin, "x", "the host waits for s1 before it issues s2's work");
   // Both blocks at once: ideal 0.5x; 0.6 leaves room for the launches and the scale kernels.
   constexpr double kSyncOnceMax = 0.6;
-  cs::check_or_skip(
-      cs::first_reason({setup.timing_skip, cs::no_overlap_reason(setup.env),
-                        setup.concurrent_kernels() ? "" : "concurrentKernels = 0: no overlap"}),
-      "seed_sync_once_overlaps", once, cs::Compare::at_most, kSyncOnceMax, "x",
-      "ideal 0.5x: both blocks run at once");
+  cs::check_or_skip(lab::overlap_skip(setup), "seed_sync_once_overlaps", once, cs::Compare::at_most,
+                    kSyncOnceMax, "x", "ideal 0.5x: both blocks run at once");
   lab::explain_seed_sync(setup);
   for (float* p : {t1, t2, res1, res2}) CS_CHECK(cudaFree(p));
   CS_CHECK(cudaStreamDestroy(s1));
@@ -482,17 +408,12 @@ void part_seed_sync(const lab::Setup& setup, int n) {
 }
 
 int main(int argc, char** argv) {
-  int kernels = 8;
+  int kernels = 8, threads = 4, stream_count = 32, matrix = 1000, repeats = 5;
   double kernel_ms = 2.0;
-  int threads = 4;
-  int stream_count = 32;
-  int matrix = 1000;
-  int repeats = 5;
   cs::CommonOptions common;
-  cs::Options options(kProgram,
-                      "The default stream vs created streams: concurrency, the legacy "
-                      "default stream, per-thread default streams, hardware queues, the "
-                      "seed's examples.");
+  cs::Options options(
+      kPerThreadBuild ? "02_default_vs_custom_streams_per_thread" : "02_default_vs_custom_streams",
+      "The default stream vs created streams.");
   cs::Parts parts(options,
                   {{"concurrency", "the same kernels in the default stream and in N streams"},
                    {"legacy", "a kernel in the legacy default stream serializes blocking streams"},
@@ -508,7 +429,6 @@ int main(int argc, char** argv) {
   options.add_int("repeats", &repeats, 1, 50, "timed repeats of each measurement (median)");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
-
   // The driver reads CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS at the first CUDA call.
   const cs::LaunchEnvironment env = cs::launch_environment();
   const lab::Setup setup = lab::make_setup(common, env, kernel_ms, repeats);
@@ -517,7 +437,6 @@ int main(int argc, char** argv) {
                                cs::format("--matrix %d", matrix));
   }
   lab::print_setup(setup, kBuildName, kPerThreadBuild);
-
   lab::Summary summary;
   if (parts.begin("concurrency")) part_concurrency(setup, kernels);
   if (parts.begin("legacy")) part_legacy(setup, summary);

@@ -55,6 +55,7 @@ struct Setup {
   cudaDeviceProp prop{};
   cs::LaunchEnvironment env;
   double kernel_ms = 2.0;
+  unsigned long long kernel_ns = 2000000;  // kernel_ms in ns, what spin_kernel takes
   int warmup = 1;
   int repeats = 5;
   std::string timing_skip;  // "" or why timed checks are skipped (--no-timing)
@@ -171,6 +172,49 @@ inline double ideal_speedup(int count, double kernel_ms, int turns_needed, doubl
   return ratio(count * kernel_ms, turns_needed * kernel_ms + issue_ms);
 }
 
+// Why a check that needs kernels to run at once is skipped here, or "": --no-timing, a device
+// without concurrentKernels.
+inline std::string concurrent_skip(const Setup& setup) {
+  return cs::first_reason({setup.timing_skip, setup.concurrent_kernels()
+                                                  ? ""
+                                                  : "concurrentKernels = 0: one kernel at a time"});
+}
+
+// ... and also CUDA_LAUNCH_BLOCKING=1, for a check that needs one host thread to issue work into
+// two streams before the first has finished.
+inline std::string overlap_skip(const Setup& setup) {
+  return cs::first_reason({concurrent_skip(setup), cs::no_overlap_reason(setup.env)});
+}
+
+// The words beside a "serializes" bar of part 2.
+inline std::string serial_why(const Setup& setup) {
+  return setup.env.launch_blocking ? "blocking time / one kernel's: A and B take turns"
+                                   : "ideal 2x: B waits for the tiny kernel, which waits for A";
+}
+
+// The words beside part 4's bars when every stream has a queue of its own.
+inline std::string own_queue_why(const Setup& setup, int streams) {
+  return cs::format("every stream has a queue of its own: %d >= %d streams", setup.connections(),
+                    streams);
+}
+
+// The words beside part 4's false-dependency bar.
+inline std::string false_dependency_why(double share, double predicted, int sharing) {
+  return cs::format(
+      "depth-first / one stream alone, %.1f x predicted %.1fx: %d streams per "
+      "queue, each B holds its queue until its A ends",
+      share, predicted, sharing);
+}
+
+// The words beside a bar that is a share of the ideal speedup.
+inline std::string ideal_why(double share, double ideal, int kernels, int turns_needed,
+                             const Setup& setup, double issue_ms) {
+  return cs::format("%.2f x ideal %.2fx: %d kernels in %d turn%s on %d queues%s, %.3f ms to issue",
+                    share, ideal, kernels, turns_needed, turns_needed == 1 ? "" : "s",
+                    setup.connections(),
+                    setup.concurrent_kernels() ? "" : " (concurrentKernels = 0)", issue_ms);
+}
+
 // A time, and how long the host took to issue the work inside it (median of each).
 struct Timed {
   cs::Stats time;
@@ -191,7 +235,8 @@ Timed time_and_issue_ms(const Setup& setup, Work work) {
   return timed;
 }
 
-// Times `threads` host threads released at once: each runs prepare(t) before the clock starts,
+// Times `threads` host threads released at once: each runs prepare(t) before the clock starts
+// (the clock starts once every thread has run it),
 // then work(t); the time runs until the last work(t) has returned.
 template <class Prepare, class Work>
 cs::Stats time_host_threads_ms(const Setup& setup, int threads, Prepare prepare, Work work) {
@@ -221,9 +266,16 @@ cs::Stats time_host_threads_ms(const Setup& setup, int threads, Prepare prepare,
   return cs::summarize(samples);
 }
 
-// Prints one "  label      12.34 ms" line per row.
-inline void print_times(std::initializer_list<std::pair<std::string, double>> rows) {
+// "label (0.50x serial)".
+inline std::string format_ratio(const char* label, double ms, double serial_ms) {
+  return cs::format("%s (%.2fx serial)", label, ratio(ms, serial_ms));
+}
+
+// Prints one "  label      12.34 ms" line per row, then the speedup when one is given.
+inline void print_times(std::initializer_list<std::pair<std::string, double>> rows,
+                        double speedup = -1) {
   for (const auto& row : rows) std::printf("  %-52s %9.2f ms\n", row.first.c_str(), row.second);
+  if (speedup >= 0) std::printf("  %-52s %9.2fx\n", "speedup", speedup);
 }
 
 // Part 1's timeline: the default stream's kernels (records 0..N-1), then the streams' (N..2N-1).
@@ -247,9 +299,11 @@ inline void publish_concurrency_timeline(const std::vector<KernelRecord>& record
 
 // Part 2's table (times[m][0]: blocking A and B, [1]: non-blocking) and the timeline of its
 // first row (records 0..5: blocking A, tiny, B, then non-blocking A, tiny, B).
-inline void report_legacy(const char* const labels[3], const double times[3][2],
-                          const double ratios[3], const std::vector<KernelRecord>& records,
-                          const Setup& setup, const char* build_name) {
+inline void report_legacy(bool per_thread, const double times[3][2], const double ratios[3],
+                          const std::vector<KernelRecord>& records, const Setup& setup,
+                          const char* build_name) {
+  const char* labels[] = {per_thread ? "0 (this build: per-thread)" : "0 (this build: legacy)",
+                          "cudaStreamLegacy", "cudaStreamPerThread"};
   std::printf("  %-30s %18s %22s %8s\n", "middle kernel's stream", "blocking A and B",
               "non-blocking A and B", "ratio");
   for (int m = 0; m < 3; ++m) {
@@ -282,6 +336,14 @@ inline void publish_threads_timeline(const std::vector<KernelRecord>& records, c
   cs::publish_timeline(
       timeline, *setup.common,
       cs::format("Timeline: %d host threads launching into stream 0 (%s)", threads, build_name));
+}
+
+// Part 6's table: both blocks in one stream, the seed's synchronize inside each, the fix.
+inline void print_sync_table(double serial_ms, double inside_ms, double once_ms) {
+  print_times(
+      {{"both blocks in one stream (serial)", serial_ms},
+       {format_ratio("the seed: synchronize inside each block", inside_ms, serial_ms), inside_ms},
+       {format_ratio("the fix: issue both, synchronize once", once_ms, serial_ms), once_ms}});
 }
 
 // Part 4's table: each layout's time against one stream alone and against the ideal.
@@ -393,6 +455,7 @@ inline Setup make_setup(const cs::CommonOptions& common, const cs::LaunchEnviron
   setup.device = common.device;
   setup.prop = cs::select_device(common.device);
   setup.kernel_ms = kernel_ms;
+  setup.kernel_ns = ms_to_ns(kernel_ms);
   setup.warmup = common.no_timing ? 0 : 1;
   setup.repeats = common.no_timing ? 1 : repeats;
   setup.timing_skip = common.timing_skip_reason();
@@ -500,33 +563,36 @@ inline void explain_seed_sync(const Setup& setup) {
   }
 }
 
-// The two numbers of the closing table, and the bars that classify them; ratio < 0: not run.
+// The closing table: what part 2 and part 3 measured, with the bars that classify it.
 struct Summary {
-  double stream0_ratio = -1;
-  double serialized_bar = 0;  // at least this: stream 0 serializes A and B
-  double free_bar = 0;        // at most this: it lets them overlap
-  double threads_speedup = -1;
-  double shared_bar = 0;  // at most this: one stream shared by all threads
-  int threads = 0;
+  struct Row {
+    double measured = -1;  // < 0: the part did not run
+    double bar = 0;        // legacy: at least this serializes; threads: at most this is shared
+    double other = 0;      // legacy: at most this lets A and B overlap; threads: the thread count
+  };
+  Row stream0;  // part 2: time with a stream-0 kernel between blocking A and B, ratio
+  Row threads;  // part 3: speedup of host threads launching into stream 0
 };
 
 inline void print_summary(const Summary& s, const char* build_name) {
-  if (s.stream0_ratio < 0 && s.threads_speedup < 0) return;
+  if (s.stream0.measured < 0 && s.threads.measured < 0) return;
   std::printf("\n== What stream 0 means in this build (%s)\n", build_name);
   std::printf("  %-56s %9s   %s\n", "experiment", "measured", "so stream 0");
-  if (s.stream0_ratio >= 0) {
-    const double r = s.stream0_ratio;
+  if (s.stream0.measured >= 0) {
+    const double r = s.stream0.measured;
     std::printf("  %-56s %8.2fx   %s\n", "time with a stream-0 kernel between blocking A and B", r,
-                r >= s.serialized_bar ? "serializes A and B"
-                : r <= s.free_bar     ? "lets A and B overlap"
-                                      : "partly serializes A and B");
+                r >= s.stream0.bar     ? "serializes A and B"
+                : r <= s.stream0.other ? "lets A and B overlap"
+                                       : "partly serializes A and B");
   }
-  if (s.threads_speedup >= 0) {
+  if (s.threads.measured >= 0) {
     std::printf("  %-56s %8.2fx   %s\n",
-                cs::format("speedup of %d host threads launching into stream 0", s.threads).c_str(),
-                s.threads_speedup,
-                s.threads_speedup <= s.shared_bar ? "is one stream shared by all threads"
-                                                  : "is a separate stream in each thread");
+                cs::format("speedup of %d host threads launching into stream 0",
+                           static_cast<int>(s.threads.other))
+                    .c_str(),
+                s.threads.measured,
+                s.threads.measured <= s.threads.bar ? "is one stream shared by all threads"
+                                                    : "is a separate stream in each thread");
   }
 }
 
