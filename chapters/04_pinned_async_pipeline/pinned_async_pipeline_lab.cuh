@@ -1,0 +1,662 @@
+// Chapter 04's measurement machinery: a reader may skip this file.
+//
+// What is here is not the lesson: the buffers the parts share, the CPU reference, timing the
+// stages of the pipeline alone, warming the clocks and calibrating the kernel, measuring the
+// fixed cost of one operation, the bound model, reading a timeline, and a small SVG line chart.
+// The calls the chapter teaches (cudaMallocHost, cudaHostRegister, cudaMemcpyAsync, the kernel
+// launch into a stream) are written out in pinned_async_pipeline.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
+
+namespace lab {
+
+// A 32-bit linear congruential step, x -> a * x + c (mod 2^32): the pipeline kernel's work.
+constexpr std::uint32_t kMultiplier = 1664525u;
+constexpr std::uint32_t kIncrement = 1013904223u;
+constexpr int kWarmup = 1;
+
+inline std::uint32_t input_word(std::size_t i) {
+  return static_cast<std::uint32_t>(i) * 2654435761u + 12345u;
+}
+
+// What `iterations` steps of x -> a * x + c do to input_word(i): again an affine map, so the CPU
+// reference costs one multiply-add per element.
+inline std::vector<std::uint32_t> expected_output(std::size_t elements, int iterations) {
+  std::uint32_t multiplier = 1, increment = 0;
+  for (int k = 0; k < iterations; ++k) {
+    multiplier *= kMultiplier;
+    increment = increment * kMultiplier + kIncrement;
+  }
+  std::vector<std::uint32_t> want(elements);
+  for (std::size_t i = 0; i < elements; ++i) want[i] = multiplier * input_word(i) + increment;
+  return want;
+}
+
+inline double gb_per_s(std::size_t bytes, double ms) {
+  return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0;
+}
+// a / b, or 0 when b is not positive: no ratio printed is negative or infinite.
+inline double ratio(double a, double b) {
+  return b > 0 ? a / b : 0;
+}
+inline std::string h200_target(const char* op, double value) {
+  return cs::format("H200 target %s %.2fx", op, value);
+}
+
+// Two pinned buffers, a pageable one and the CPU reference must fit in host memory: refuse sizes
+// that would take more than half of it, before anything is allocated.
+inline void require_fits_in_host_memory(std::size_t bytes, const std::string& what) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return;  // unknown here: the allocations will tell
+  const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
+  if (static_cast<double>(bytes) > 0.5 * physical) {
+    cs::usage_error(what + ": needs " + cs::format_bytes(static_cast<double>(bytes)) +
+                    " of host memory (two pinned buffers, a pageable one and the CPU reference), "
+                    "more than half of this machine's " +
+                    cs::format_bytes(physical));
+  }
+}
+
+// The buffers the parts after the seed share.
+struct Buffers {
+  std::size_t elements = 0;
+  std::size_t bytes = 0;
+  std::uint32_t* host_in = nullptr;     // pinned (cudaMallocHost): the pipeline's input
+  std::uint32_t* host_out = nullptr;    // pinned (cudaMallocHost): the pipeline's output
+  std::vector<std::uint32_t> pageable;  // ordinary memory holding the same input words
+  std::uint32_t* dev_in = nullptr;
+  std::uint32_t* dev_out = nullptr;
+  // Chunk c of C: elements [begin(c, C), begin(c + 1, C)); sizes differ by one element at most.
+  std::size_t begin(int c, int chunks) const {
+    return elements * static_cast<std::size_t>(c) / static_cast<std::size_t>(chunks);
+  }
+};
+
+// Launches the pipeline's kernel on elements [begin, begin + count) with `iterations` steps.
+using Launch =
+    std::function<void(std::size_t begin, std::size_t count, int iterations, cudaStream_t stream)>;
+
+// Lets events on streams[0] time work spread over all streams: fork() makes every stream wait
+// for this point of streams[0]; join() makes streams[0] wait for all of them.
+class ForkJoin {
+ public:
+  explicit ForkJoin(std::size_t streams) : events_(streams, nullptr) {
+    for (cudaEvent_t& e : events_) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  ~ForkJoin() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  ForkJoin(const ForkJoin&) = delete;
+  ForkJoin& operator=(const ForkJoin&) = delete;
+  void fork(const std::vector<cudaStream_t>& streams) {
+    CS_CHECK(cudaEventRecord(events_[0], streams[0]));
+    for (std::size_t s = 1; s < streams.size(); ++s)
+      CS_CHECK(cudaStreamWaitEvent(streams[s], events_[0], 0));
+  }
+  void join(const std::vector<cudaStream_t>& streams) {
+    for (std::size_t s = 1; s < streams.size(); ++s) {
+      CS_CHECK(cudaEventRecord(events_[s], streams[s]));
+      CS_CHECK(cudaStreamWaitEvent(streams[0], events_[s], 0));
+    }
+  }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+};
+
+// Every chunk's copy in one direction, all in one stream: the stage's total time alone.
+inline double copies_alone_ms(const Buffers& b, int chunks, cudaMemcpyKind kind,
+                              cudaStream_t stream, int repeats) {
+  return cs::time_on_stream_ms(stream, kWarmup, repeats,
+                               [&] {
+                                 for (int c = 0; c < chunks; ++c) {
+                                   const std::size_t at = b.begin(c, chunks),
+                                                     n = b.begin(c + 1, chunks) - at;
+                                   if (kind == cudaMemcpyHostToDevice) {
+                                     CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at,
+                                                              n * sizeof *b.dev_in, kind, stream));
+                                   } else {
+                                     CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at,
+                                                              n * sizeof *b.dev_in, kind, stream));
+                                   }
+                                 }
+                               })
+      .median;
+}
+
+// Every chunk's H2D in `up` and every chunk's D2H in `down` at the same time: each direction's
+// total while the other one runs too (they share the PCIe link and host memory), as inside the
+// pipeline.
+struct BothWays {
+  double h2d_ms = 0;
+  double d2h_ms = 0;
+};
+inline BothWays copies_both_ways_ms(const Buffers& b, int chunks, cudaStream_t up,
+                                    cudaStream_t down, int repeats) {
+  cudaEvent_t start, up_done, down_done;
+  CS_CHECK(cudaEventCreate(&start));
+  CS_CHECK(cudaEventCreate(&up_done));
+  CS_CHECK(cudaEventCreate(&down_done));
+  std::vector<double> ups, downs;
+  for (int i = -kWarmup; i < repeats; ++i) {
+    CS_CHECK(cudaEventRecord(start, up));
+    CS_CHECK(cudaStreamWaitEvent(down, start, 0));
+    for (int c = 0; c < chunks; ++c) {  // interleaved, so that both streams start together
+      const std::size_t at = b.begin(c, chunks), n = b.begin(c + 1, chunks) - at;
+      CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof *b.dev_in,
+                               cudaMemcpyHostToDevice, up));
+      CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof *b.dev_in,
+                               cudaMemcpyDeviceToHost, down));
+    }
+    CS_CHECK(cudaEventRecord(up_done, up));
+    CS_CHECK(cudaEventRecord(down_done, down));
+    CS_CHECK(cudaEventSynchronize(up_done));
+    CS_CHECK(cudaEventSynchronize(down_done));
+    float up_ms = 0, down_ms = 0;
+    CS_CHECK(cudaEventElapsedTime(&up_ms, start, up_done));
+    CS_CHECK(cudaEventElapsedTime(&down_ms, start, down_done));
+    if (i >= 0) ups.push_back(up_ms), downs.push_back(down_ms);
+  }
+  CS_CHECK(cudaEventDestroy(start));
+  CS_CHECK(cudaEventDestroy(up_done));
+  CS_CHECK(cudaEventDestroy(down_done));
+  return {cs::median(ups), cs::median(downs)};
+}
+
+// Every chunk's kernel, all in one stream: the kernel stage's total time alone.
+inline double kernels_alone_ms(const Buffers& b, int chunks, int iterations, cudaStream_t stream,
+                               int repeats, const Launch& launch) {
+  return cs::time_on_stream_ms(stream, kWarmup, repeats,
+                               [&] {
+                                 for (int c = 0; c < chunks; ++c) {
+                                   launch(b.begin(c, chunks),
+                                          b.begin(c + 1, chunks) - b.begin(c, chunks), iterations,
+                                          stream);
+                                 }
+                               })
+      .median;
+}
+
+// The stages of a C-chunk pipeline, each a total over all chunks.
+struct Stages {
+  double h2d_ms = 0, kernel_ms = 0, d2h_ms = 0;  // each alone, in one stream
+  double h2d_both_ms = 0, d2h_both_ms = 0;       // the copies with both directions at once
+};
+
+// GPUs lower their clocks while idle and raise them again under load within tens of
+// milliseconds: keep the SMs busy for about 100 ms before the kernel is calibrated and timed.
+inline void raise_clocks(const Buffers& b, cudaStream_t stream, const Launch& launch) {
+  cs::EventTimer timer;
+  double busy_ms = 0;
+  for (int i = 0; i < 200 && busy_ms < 100; ++i) {
+    timer.start(stream);
+    launch(0, b.elements, 1024, stream);
+    timer.stop(stream);
+    busy_ms += timer.elapsed_ms();
+  }
+}
+
+// The iteration count that makes one chunk's kernel take `target_ms`: time a guess and scale,
+// three times, to absorb the launch's fixed cost.
+inline int calibrate_iterations(const Buffers& b, int chunks, cudaStream_t stream, double target_ms,
+                                const Launch& launch) {
+  int iterations = 1024;
+  for (int round = 0; round < 3; ++round) {
+    const double ms = kernels_alone_ms(b, 1, iterations, stream, 5, [&](auto, auto, int n, auto s) {
+      launch(0, b.begin(1, chunks), n, s);
+    });
+    const double scaled = ms > 0 ? iterations * target_ms / ms : 1 << 20;
+    iterations = static_cast<int>(std::min<double>(1 << 20, std::max(1.0, std::round(scaled))));
+  }
+  return iterations;
+}
+
+// The stages of a C-chunk pipeline at `iterations`: the copies each alone (`alone`; else only
+// both directions at once, where two copy engines allow it) and the kernels, all in one stream.
+inline Stages measure_stages(const Buffers& b, int chunks, cudaStream_t up, cudaStream_t down,
+                             int engines, int repeats, int iterations, bool alone,
+                             const Launch& launch) {
+  Stages s;
+  if (alone || engines < 2) {
+    s.h2d_ms = s.h2d_both_ms = copies_alone_ms(b, chunks, cudaMemcpyHostToDevice, up, repeats);
+    s.d2h_ms = s.d2h_both_ms = copies_alone_ms(b, chunks, cudaMemcpyDeviceToHost, up, repeats);
+  }
+  if (engines >= 2) {
+    const BothWays both = copies_both_ways_ms(b, chunks, up, down, repeats);
+    s.h2d_both_ms = both.h2d_ms;
+    s.d2h_both_ms = both.d2h_ms;
+  }
+  if (iterations > 0) s.kernel_ms = kernels_alone_ms(b, chunks, iterations, up, repeats, launch);
+  return s;
+}
+
+// The fixed cost of one operation, measured on 200 copies of `bytes` and 200 empty launches.
+struct OpCosts {
+  double host_copy_ms = 0;    // the host's time inside one cudaMemcpyAsync from pinned memory
+  double host_launch_ms = 0;  // the host's time inside one kernel launch
+  double gpu_copy_ms = 0;     // on the GPU, what one copy costs beyond its bytes / bandwidth
+};
+__global__ void hold_stream(unsigned long long ns) {
+  const unsigned long long start = cs::globaltimer_ns();
+  while (cs::globaltimer_ns() - start < ns) {
+  }
+}
+inline OpCosts measure_op_costs(const Buffers& b, std::size_t bytes, double plain_gbps,
+                                cudaStream_t stream, const Launch& launch) {
+  constexpr int kOps = 200;
+  std::vector<double> host_copy, host_launch, gpu_copy;
+  cudaEvent_t start, stop;
+  CS_CHECK(cudaEventCreate(&start));
+  CS_CHECK(cudaEventCreate(&stop));
+  auto copies = [&] {
+    for (int i = 0; i < kOps; ++i)
+      CS_CHECK(cudaMemcpyAsync(b.dev_in, b.host_in, bytes, cudaMemcpyHostToDevice, stream));
+  };
+  for (int round = 0; round < 3; ++round) {
+    CS_CHECK(cudaStreamSynchronize(stream));
+    double t0 = cs::host_now_ms();
+    copies();
+    host_copy.push_back((cs::host_now_ms() - t0) / kOps);
+    CS_CHECK(cudaStreamSynchronize(stream));
+    t0 = cs::host_now_ms();
+    for (int i = 0; i < kOps; ++i) launch(0, 1, 0, stream);
+    host_launch.push_back((cs::host_now_ms() - t0) / kOps);
+    // On the GPU: hold the stream until the host has queued every copy, then time them back to
+    // back, so that the host's pace does not enter the number.
+    const double hold_ms = 0.5 + 4 * kOps * host_copy.back();
+    hold_stream<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(hold_ms * 1e6));
+    CS_CHECK_LAUNCH();
+    CS_CHECK(cudaEventRecord(start, stream));
+    copies();
+    CS_CHECK(cudaEventRecord(stop, stream));
+    CS_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CS_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    const double bytes_ms = plain_gbps > 0 ? static_cast<double>(bytes) / (plain_gbps * 1e6) : 0;
+    gpu_copy.push_back(std::max(0.0, ms / kOps - bytes_ms));
+  }
+  CS_CHECK(cudaEventDestroy(start));
+  CS_CHECK(cudaEventDestroy(stop));
+  return {cs::median(host_copy), cs::median(host_launch), cs::median(gpu_copy)};
+}
+
+// C copies in one stream cannot take less than the host needs to issue them, nor less than one
+// plain copy of all the bytes plus C fixed costs on the GPU.
+inline double expected_chunked_copy_ms(double plain_ms, int chunks, const OpCosts& cost) {
+  return std::max(chunks * cost.host_copy_ms, plain_ms + chunks * cost.gpu_copy_ms);
+}
+
+// What the pipeline and chunks parts measure before they run the pipeline.
+struct Model {
+  int iterations = 64;      // the kernel's multiply-adds per element (64 when nothing is timed)
+  double copy_pace_ms = 0;  // one chunk's copy as it runs inside the pipeline
+  double plain_ms[2] = {};  // one plain cudaMemcpy of all the bytes: [0] H2D, [1] D2H
+  Stages stages;            // at the calibrated kernel
+  OpCosts cost;             // per operation
+};
+
+// Times the copies of a C-chunk pipeline, sizes the kernel so that one chunk's kernel takes
+// `kernel_share` of one chunk's copy as it runs inside the pipeline (both directions at once
+// where two copy engines allow it, else the two in turn), then times the kernel stage and the
+// fixed cost of one operation.
+inline Model measure_model(const Buffers& b, int chunks, int engines, int repeats,
+                           double kernel_share, cudaStream_t up, const Launch& launch) {
+  Model m;
+  cudaStream_t down;
+  CS_CHECK(cudaStreamCreate(&down));
+  for (int i = 0; i < 2; ++i) {
+    m.plain_ms[i] =
+        cs::time_on_stream_ms(nullptr, kWarmup, repeats, [&] {
+          if (i == 0) {
+            CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice));
+          } else {
+            CS_CHECK(cudaMemcpy(b.host_out, b.dev_out, b.bytes, cudaMemcpyDeviceToHost));
+          }
+        }).median;
+  }
+  m.stages = measure_stages(b, chunks, up, down, engines, repeats, 0, true, launch);
+  m.copy_pace_ms = (engines >= 2 ? std::max(m.stages.h2d_both_ms, m.stages.d2h_both_ms)
+                                 : m.stages.h2d_ms + m.stages.d2h_ms) /
+                   chunks;
+  raise_clocks(b, up, launch);
+  m.iterations = calibrate_iterations(b, chunks, up, kernel_share * m.copy_pace_ms, launch);
+  m.stages.kernel_ms = kernels_alone_ms(b, chunks, m.iterations, up, repeats, launch);
+  const std::size_t chunk_bytes = b.begin(1, chunks) * sizeof *b.dev_in;
+  m.cost = measure_op_costs(b, chunk_bytes, gb_per_s(b.bytes, m.plain_ms[0]), up, launch);
+  CS_CHECK(cudaStreamDestroy(down));
+  return m;
+}
+
+inline void print_model(const Model& m, const Buffers& b, int chunks, int engines) {
+  const Stages& s = m.stages;
+  if (engines >= 2) {
+    std::printf(
+        "  copies of all chunks, both directions at once: H2D %.1f GB/s + D2H %.1f GB/s = %.1f"
+        " GB/s\n    (alone: %.1f and %.1f)\n",
+        gb_per_s(b.bytes, s.h2d_both_ms), gb_per_s(b.bytes, s.d2h_both_ms),
+        gb_per_s(b.bytes, s.h2d_both_ms) + gb_per_s(b.bytes, s.d2h_both_ms),
+        gb_per_s(b.bytes, s.h2d_ms), gb_per_s(b.bytes, s.d2h_ms));
+  }
+  std::printf(
+      "  kernel calibrated once: %d multiply-adds per element make one chunk's kernel take"
+      " %.3f ms\n  (one chunk's copy inside the pipeline: %.3f ms)\n",
+      m.iterations, s.kernel_ms / chunks, m.copy_pace_ms);
+  std::printf("  stage times, each alone (all %d chunks in one stream):\n", chunks);
+  std::printf("    H2D     %8.3f ms  (%.1f GB/s)\n", s.h2d_ms, gb_per_s(b.bytes, s.h2d_ms));
+  std::printf("    kernel  %8.3f ms\n", s.kernel_ms);
+  std::printf("    D2H     %8.3f ms  (%.1f GB/s)\n", s.d2h_ms, gb_per_s(b.bytes, s.d2h_ms));
+  std::printf(
+      "  fixed cost of one operation: %.2f us of host time per cudaMemcpyAsync, %.2f us per"
+      " launch;\n  %.2f us of GPU time per copy beyond its bytes\n",
+      1e3 * m.cost.host_copy_ms, 1e3 * m.cost.host_launch_ms, 1e3 * m.cost.gpu_copy_ms);
+}
+
+// The least time the overlapped pipeline can take, from the same run's measurements.
+struct Bound {
+  double engines_ms = 0;  // what the copy engines and the SMs allow
+  double streams_ms = 0;  // each stream runs its own chunks one after another
+  double host_ms = 0;     // the host issues three calls per chunk, one after another
+  double ms() const { return std::max({engines_ms, streams_ms, host_ms}); }
+  const char* pacer() const {
+    return ms() == host_ms ? "host" : ms() == streams_ms ? "streams" : "engines";
+  }
+};
+inline Bound pipeline_bound(const Stages& s, int chunks, int streams, int engines, double serial_ms,
+                            const OpCosts& cost) {
+  const double c = chunks;
+  // Inside the pipeline both directions copy at once: their pace is the one measured so.
+  const double h = s.h2d_both_ms / c, k = s.kernel_ms / c, d = s.d2h_both_ms / c;
+  Bound bound;
+  if (engines >= 2) {
+    // The slowest stage paces the run, plus filling (the first chunk's earlier stages) and
+    // draining (the last chunk's later ones): one chunk's other two stages.
+    bound.engines_ms =
+        std::max({s.h2d_both_ms, s.kernel_ms, s.d2h_both_ms}) + h + k + d - std::max({h, k, d});
+  } else if (engines == 1) {  // one copy engine does H2D and D2H in turn
+    const double hd = (s.h2d_ms + s.d2h_ms) / c;
+    bound.engines_ms = std::max(s.h2d_ms + s.d2h_ms, s.kernel_ms) + hd + k - std::max(hd, k);
+  } else {
+    bound.engines_ms = s.h2d_ms + s.kernel_ms + s.d2h_ms;  // copies cannot overlap kernels
+  }
+  // The serial run measured one stream's chain (with the waits between engines) for C chunks.
+  bound.streams_ms = serial_ms * std::ceil(c / streams) / c;
+  // The last chunk's D2H still runs after the host issued it.
+  bound.host_ms = c * (2 * cost.host_copy_ms + cost.host_launch_ms) + d;
+  return bound;
+}
+
+inline std::string bound_formula(int engines) {
+  if (engines >= 2) {
+    return cs::format(
+        "asyncEngineCount %d: H2D and D2H have engines of their own, so all three stages run at "
+        "once:\n    bound = max(H2D, kernel, D2H) + fill/drain (one chunk's other two stages),\n"
+        "    the copies at their pace with both directions busy",
+        engines);
+  }
+  if (engines == 1) {
+    return "asyncEngineCount 1: one copy engine does both directions, in turn:\n"
+           "    bound = max(H2D + D2H, kernel) + fill/drain (one chunk's other stage)";
+  }
+  return "asyncEngineCount 0: copies cannot overlap kernels on this device:\n"
+         "    bound = H2D + kernel + D2H";
+}
+
+inline void print_bound(const Bound& bound, int chunks, int streams, int engines) {
+  std::printf("  %s\n", bound_formula(engines).c_str());
+  std::printf(
+      "    engines allow %.3f ms; %d stream%s, each running its chunks in order, allow %.3f ms;\n"
+      "    the host, issuing 3 calls per chunk, allows %.3f ms\n",
+      bound.engines_ms, streams, streams == 1 ? "" : "s", bound.streams_ms, bound.host_ms);
+  std::printf("    bound: %.3f ms (paced by the %s) for %d chunks\n", bound.ms(), bound.pacer(),
+              chunks);
+}
+
+// The share of a run during which an H2D, a kernel and a D2H were all in progress at once.
+inline double share_with_all_stages_busy(const cs::TimelineData& data) {
+  struct Edge {
+    double at;
+    int stage, delta;
+  };
+  std::vector<Edge> edges;
+  double first = std::numeric_limits<double>::max(), last = 0;
+  for (const cs::Span& span : data.spans) {
+    const int stage = span.kind == "H2D" ? 0 : span.kind == "kernel" ? 1 : 2;
+    edges.push_back({span.start_ms, stage, +1});
+    edges.push_back({span.end_ms, stage, -1});
+    first = std::min(first, span.start_ms);
+    last = std::max(last, span.end_ms);
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+    return a.at != b.at ? a.at < b.at : a.delta < b.delta;  // ends before starts at one instant
+  });
+  int active[3] = {0, 0, 0};
+  double busy = 0, previous = first;
+  for (const Edge& edge : edges) {
+    if (active[0] > 0 && active[1] > 0 && active[2] > 0) busy += edge.at - previous;
+    previous = edge.at;
+    active[edge.stage] += edge.delta;
+  }
+  return last > first ? busy / (last - first) : 0;
+}
+
+// A line chart of y (ms) against x (chunk counts, powers of two, drawn evenly spaced).
+struct Curve {
+  std::string name, color;
+  std::vector<double> ms;
+};
+inline std::string render_curve_svg(const std::string& title, const std::vector<int>& xs,
+                                    const std::vector<Curve>& curves) {
+  const double width = 640, height = 360, left = 60, right = 150, top = 40, bottom = 50;
+  double top_ms = 0;
+  for (const Curve& curve : curves)
+    for (double v : curve.ms) top_ms = std::max(top_ms, v);
+  top_ms = top_ms > 0 ? top_ms * 1.1 : 1;
+  const double plot_w = width - left - right, plot_h = height - top - bottom;
+  auto px = [&](std::size_t i) {
+    return left + (xs.size() > 1 ? plot_w * i / (xs.size() - 1) : plot_w / 2);
+  };
+  auto py = [&](double ms) { return top + plot_h * (1 - ms / top_ms); };
+  std::string svg = cs::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
+      "fill=\"white\"/>\n<text x=\"%.0f\" y=\"22\" font-size=\"14\">%s</text>\n",
+      width, height, left, title.c_str());
+  for (int t = 0; t <= 4; ++t) {  // the time axis: five ticks and grid lines
+    const double ms = top_ms * t / 4, y = py(ms);
+    svg += cs::format(
+        "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+        "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n",
+        left, y, left + plot_w, y, left - 6, y + 4, ms);
+  }
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    svg += cs::format("<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%d</text>\n", px(i),
+                      top + plot_h + 18, xs[i]);
+  }
+  svg += cs::format(
+      "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">chunks</text>\n"
+      "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 %.0f)\" "
+      "text-anchor=\"middle\">ms</text>\n",
+      left + plot_w / 2, height - 10, top + plot_h / 2, top + plot_h / 2);
+  for (std::size_t c = 0; c < curves.size(); ++c) {
+    std::string points;
+    for (std::size_t i = 0; i < curves[c].ms.size() && i < xs.size(); ++i) {
+      points += cs::format("%.1f,%.1f ", px(i), py(curves[c].ms[i]));
+      svg += cs::format("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", px(i),
+                        py(curves[c].ms[i]), curves[c].color.c_str());
+    }
+    svg += cs::format("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>\n",
+                      curves[c].color.c_str(), points.c_str());
+    const double y = top + 10 + 20.0 * c;
+    svg += cs::format(
+        "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>"
+        "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+        left + plot_w + 12, y, left + plot_w + 32, y, curves[c].color.c_str(), left + plot_w + 38,
+        y + 4, curves[c].name.c_str());
+  }
+  return svg + "</svg>\n";
+}
+
+// Writes `text` to `path`, or exits 2 naming the flag.
+inline void write_file(const std::string& path, const std::string& text, const char* flag) {
+  FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr || std::fwrite(text.data(), 1, text.size(), file) != text.size()) {
+    if (file != nullptr) std::fclose(file);
+    cs::usage_error(std::string(flag) + " " + path + ": cannot write the file");
+  }
+  std::fclose(file);
+}
+
+// Zeroes every buffer the pipeline writes, so that only the next run's work can pass a check.
+inline void clear_outputs(const Buffers& b) {
+  CS_CHECK(cudaMemset(b.dev_in, 0, b.bytes));
+  CS_CHECK(cudaMemset(b.dev_out, 0, b.bytes));
+  std::fill(b.host_out, b.host_out + b.elements, 0u);
+  CS_CHECK(cudaDeviceSynchronize());
+}
+
+// Why the speedup over serial cannot reach its bar with this pipeline's shape, or "": it needs
+// streams enough to hold a chunk in each of the three stages, and chunks enough that filling
+// and draining the pipeline are a small part of the run.
+inline std::string speedup_limits(int engines, int streams, int chunks) {
+  constexpr int kMinStreams = 3, kMinChunks = 8;
+  if (engines == 0) return "asyncEngineCount 0: this device cannot overlap copies with kernels";
+  if (streams < kMinStreams) return cs::format("needs --streams %d or more", kMinStreams);
+  if (chunks < kMinChunks) return cs::format("needs --chunks %d or more", kMinChunks);
+  return "";
+}
+
+// Why streams issued from this thread cannot overlap as the bound assumes, or "".
+inline std::string no_overlap_reason(const cs::LaunchEnvironment& env) {
+  if (env.launch_blocking) return cs::no_overlap_reason(env);
+  if (env.max_connections >= 3) return "";
+  return cs::format(
+      "CUDA_DEVICE_MAX_CONNECTIONS=%d: the streams share %d hardware queue%s, so an operation "
+      "that waits for its stream holds up the streams behind it",
+      env.max_connections, env.max_connections, env.max_connections == 1 ? "" : "s");
+}
+
+inline void print_orders(const char* const* names, const double* ms, const Bound& bound,
+                         const cs::TimelineData* drawn) {
+  std::printf("  order            time ms   speedup over serial   time / bound   all 3 busy\n");
+  for (int i = 0; i < 3; ++i) {
+    std::printf("    %-14s %8.3f   %12.2fx         %8.2fx       %5.0f%% of the run\n", names[i],
+                ms[i], ratio(ms[0], ms[i]), ratio(ms[i], bound.ms()),
+                100.0 * share_with_all_stages_busy(drawn[i]));
+  }
+  std::printf("  (the last column is read off the timeline runs below)\n");
+}
+
+// One row of part chunks' table; the header with row < 0.
+inline void print_sweep_row(int row, const Buffers& b, int chunks, double serial_ms,
+                            double overlapped_ms, const Bound& bound) {
+  if (row < 0) {
+    std::printf(
+        "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
+    return;
+  }
+  std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", chunks,
+              cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(), serial_ms, overlapped_ms,
+              bound.ms(), bound.pacer(), ratio(overlapped_ms, bound.ms()));
+}
+
+// Times the pipeline in each of the three orders (the median of the repeats; skipped when
+// `measure` is false), then runs each order once more on a timeline, and calls check(order).
+// issue(order, timeline) queues the whole pipeline in that order (timeline may be null).
+template <class Issue, class Check>
+void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, int repeats,
+                bool measure, Issue&& issue, Check&& check, double* ms, cs::TimelineData* drawn) {
+  ForkJoin fork_join(streams.size());  // so that events on streams[0] see all streams
+  for (int i = 0; i < 3 && measure; ++i) {
+    ms[i] = cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] {
+              fork_join.fork(streams), issue(i, nullptr), fork_join.join(streams);
+            }).median;
+  }
+  for (int i = 0; i < 3; ++i) {
+    clear_outputs(b);
+    cs::Timeline timeline;
+    timeline.start(streams[0]);
+    fork_join.fork(streams), issue(i, &timeline), fork_join.join(streams);
+    drawn[i] = timeline.collect();
+    CS_CHECK(cudaDeviceSynchronize());
+    check(i);
+  }
+}
+
+// Part chunks' sweep: the same pipeline at 1, 2, 4, ... 1024 chunks. At each count: the stages
+// (copies both ways at once, kernels alone), the serial and the overlapped time, the bound with
+// the fixed cost of each operation, and whether the output matches the CPU's.
+// issue(C, serial) queues the pipeline at C chunks over the streams (all in streams[0] if serial).
+struct Sweep {
+  std::vector<int> counts;
+  std::vector<double> overlapped_ms, bound_ms, over_bound;
+  int wrong = 0;         // chunk counts whose output differs from the CPU reference
+  std::size_t best = 0;  // index of the fastest chunk count
+};
+template <class Issue>
+Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& streams, int engines,
+                         int repeats, bool measure, const Model& m, const Launch& launch,
+                         Issue&& issue) {
+  Sweep sweep;
+  ForkJoin fork_join(streams.size());
+  cudaStream_t down;  // a second stream, for the copies of both directions at once
+  CS_CHECK(cudaStreamCreate(&down));
+  const std::vector<std::uint32_t> want = expected_output(b.elements, m.iterations);
+  if (measure) print_sweep_row(-1, b, 0, 0, 0, {});
+  for (int c = 1; c <= 1024; c *= 2) {
+    clear_outputs(b);
+    if (measure) {
+      const Stages st =
+          measure_stages(b, c, streams[0], down, engines, repeats, m.iterations, false, launch);
+      const double serial =
+          cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] { issue(c, true); }).median;
+      sweep.overlapped_ms.push_back(cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] {
+                                      fork_join.fork(streams), issue(c, false);
+                                      fork_join.join(streams);
+                                    }).median);
+      const Bound bound =
+          pipeline_bound(st, c, static_cast<int>(streams.size()), engines, serial, m.cost);
+      sweep.bound_ms.push_back(bound.ms());
+      sweep.over_bound.push_back(ratio(sweep.overlapped_ms.back(), bound.ms()));
+      print_sweep_row(0, b, c, serial, sweep.overlapped_ms.back(), bound);
+      if (sweep.overlapped_ms.back() < sweep.overlapped_ms[sweep.best])
+        sweep.best = sweep.overlapped_ms.size() - 1;
+    } else {
+      issue(c, false);
+    }
+    CS_CHECK(cudaDeviceSynchronize());
+    sweep.wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
+    sweep.counts.push_back(c);
+  }
+  CS_CHECK(cudaStreamDestroy(down));
+  return sweep;
+}
+
+// Part chunks' curve, for --chunks-svg.
+inline void write_sweep_svg(const std::string& path, const Buffers& b, int streams,
+                            const Sweep& sweep) {
+  const std::string title =
+      cs::format("Pipeline time against chunk count (%s, %d streams)",
+                 cs::format_bytes(static_cast<double>(b.bytes)).c_str(), streams);
+  write_file(path,
+             render_curve_svg(title, sweep.counts,
+                              {{"overlapped", "#1f77b4", sweep.overlapped_ms},
+                               {"bound", "#ff7f0e", sweep.bound_ms}}),
+             "--chunks-svg");
+  std::printf("  Curve written to %s\n", path.c_str());
+}
+
+}  // namespace lab
