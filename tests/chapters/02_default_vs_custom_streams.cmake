@@ -138,3 +138,11 @@ chapter_test(NAME try.streams_48_on_16 ARGS --part connections --streams 48 LABE
              MATCH "16 hardware queues, up to 3 streams per queue" "All [0-9]+ checks passed")
 chapter_test(NAME try.trace ARGS --part concurrency --trace ch02.json LABELS gpu timing
              MATCH "ch02.json" "All [0-9]+ checks passed")
+# The "Try:" line of each part.
+chapter_test(NAME try.threads_16 EXE ${ch02_per_thread} ARGS --part threads --threads 16
+             LABELS gpu timing MATCH "CHECK threads_run_concurrently: .* PASS")
+chapter_test(NAME try.seed_mm_128 ARGS --part seed_mm --matrix 128 LABELS gpu timing
+             MATCH "CHECK seed_mm_C \\(16384 entries of A x A\\): 0 of 16384 values differ.*PASS"
+                   "All [0-9]+ checks passed")
+chapter_test(NAME try.seed_sync_10ms ARGS --part seed_sync --kernel-ms 10 LABELS gpu timing
+             MATCH "CHECK seed_sync_once_overlaps: .* PASS" "All [0-9]+ checks passed")
