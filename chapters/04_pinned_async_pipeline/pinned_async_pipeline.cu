@@ -284,10 +284,7 @@ enum class Order { serial, depth_first, breadth_first };
 
 void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) {
   const int C = run.chunks, S = run.streams, engines = prop.asyncEngineCount;
-  std::printf("  %d chunk%s of %s%s over %d stream%s\n", C, C == 1 ? "" : "s",
-              cs::format_bytes(4.0 * b.begin(1, C)).c_str(),
-              b.elements % C ? " (sizes differ by one element at most)" : "", S, S == 1 ? "" : "s");
-  if (S > C) std::printf("  (only %d of the %d streams get a chunk)\n", C, S);
+  lab::print_shape(b, C, S);
   std::vector<cudaStream_t> streams(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   lab::Model m;  // stage times, the kernel's size, the fixed cost of one operation
@@ -296,19 +293,6 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) 
                            scramble_launcher(b));
     lab::print_model(m, b, C, engines);
   }
-  // C copies in one stream against one plain cudaMemcpy of all the bytes plus C fixed costs (or
-  // the host's time to issue C calls, if longer): chunking costs nothing more than that.
-  constexpr double kChunkedVsExpected = 0.85, kH200ChunkedVsExpected = 0.95;
-  const double chunked_ms[2] = {m.stages.h2d_ms, m.stages.d2h_ms};
-  for (int i = 0; i < 2; ++i) {
-    cs::check_or_skip(
-        run.skip, i == 0 ? "chunked_async_rate_h2d" : "chunked_async_rate_d2h",
-        lab::ratio(lab::expected_chunked_copy_ms(m.plain_ms[i], C, m.cost), chunked_ms[i]),
-        cs::Compare::at_least, kChunkedVsExpected, "x",
-        "stage's rate / (plain cudaMemcpy + C fixed costs); any GPU; " +
-            lab::h200_target(">=", kH200ChunkedVsExpected));
-  }
-
   // The pipeline. Chunk c goes to stream c % S (every chunk to stream 0 in the serial run); in
   // its stream its H2D, kernel and D2H run in order, and different streams overlap. Depth-first
   // issues chunk by chunk; breadth-first takes a wave of one chunk per stream and issues its
@@ -316,10 +300,10 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) 
   auto issue = [&](int i, cs::Timeline* timeline) {
     const Order order = Order(i);
     const int wave = order == Order::breadth_first ? S : 1;
-    auto on = [&](int c) { return streams[order == Order::serial ? 0 : c % S]; };
+    auto row = [&](int c) { return order == Order::serial ? 0 : c % S; };
+    auto on = [&](int c) { return streams[row(c)]; };
     auto span = [&](int c, const char* kind) {  // drawn on the timeline, when there is one
-      const int row = order == Order::serial ? 0 : c % S;
-      return timeline ? timeline->span(cs::format("stream %d", row), kind, on(c))
+      return timeline ? timeline->span(cs::format("stream %d", row(c)), kind, on(c))
                       : cs::TimelineSpan();
     };
     auto at = [&](int c) { return b.begin(c, C); };
@@ -346,10 +330,6 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) 
     }
   };
   const char* names[] = {"serial", "depth_first", "breadth_first"};
-  const char* titles[] = {
-      "Serial: every chunk in stream 0, nothing overlaps",
-      "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
-      "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
   // Each order timed, then run once more on a timeline and checked element by element.
   const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
   double ms[3] = {};
@@ -363,7 +343,7 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) 
   const lab::Bound bound = lab::pipeline_bound(m.stages, C, S, engines, ms[0], m.cost);
   if (run.measure())
     lab::print_bound(bound, C, S, engines), lab::print_orders(names, ms, bound, drawn);
-  for (int i = 0; i < 3; ++i) cs::publish_timeline(drawn[i], run.common, titles[i]);
+  for (int i = 0; i < 3; ++i) cs::publish_timeline(drawn[i], run.common, lab::kOrderTitles[i]);
   // The overlapped run within this factor of the bound (other GPUs differ; the H200's target is
   // a median over runs), and faster than serial: three stages at once allow nearly 3x, one copy
   // engine nearly 2x.
@@ -383,10 +363,8 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) 
                           lab::h200_target(">=", kH200Speedup));
   }
   std::printf(
-      "  With one stream every stage waits for the one before it. With several, the copy engines\n"
-      "  and the SMs work on different chunks at once and the run approaches the slowest stage's\n"
-      "  total. Both issue orders give each stream the same work in the same order, and each\n"
-      "  stream has a hardware queue of its own, so both orders overlap alike.\n");
+      "  Several streams keep the copy engines and the SMs busy on different chunks at once. Both\n"
+      "  orders give each stream the same work in the same order, so they overlap alike.\n");
   if (!run.no_overlap.empty() && run.measure()) {
     std::printf(
         "  Here, %s:\n  depth-first takes %.2fx and breadth-first %.2fx of the serial time.\n",
@@ -404,6 +382,19 @@ void part_chunks(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) {
   if (run.measure())
     m = lab::measure_model(b, run.chunks, engines, run.repeats, kKernelShare, streams[0],
                            scramble_launcher(b));
+  // C copies in one stream against one plain cudaMemcpy of all the bytes plus C fixed costs (or
+  // the host's time to issue C calls, if longer): chunking costs nothing more than that.
+  constexpr double kChunkedVsExpected = 0.85, kH200ChunkedVsExpected = 0.95;
+  const double chunked_ms[2] = {m.stages.h2d_ms, m.stages.d2h_ms};
+  for (int i = 0; i < 2; ++i) {
+    cs::check_or_skip(
+        run.skip, i == 0 ? "chunked_async_rate_h2d" : "chunked_async_rate_d2h",
+        lab::ratio(lab::expected_chunked_copy_ms(m.plain_ms[i], run.chunks, m.cost), chunked_ms[i]),
+        cs::Compare::at_least, kChunkedVsExpected, "x",
+        "stage's rate / (plain cudaMemcpy + C fixed costs); any GPU; " +
+            lab::h200_target(">=", kH200ChunkedVsExpected));
+  }
+
   // The pipeline at C chunks, depth-first over the S streams (all in stream 0 for serial).
   auto issue = [&](int C, bool serial) {
     for (int c = 0; c < C; ++c) {

@@ -659,4 +659,17 @@ inline void write_sweep_svg(const std::string& path, const Buffers& b, int strea
   std::printf("  Curve written to %s\n", path.c_str());
 }
 
+inline void print_shape(const Buffers& b, int chunks, int streams) {
+  std::printf("  %d chunk%s of %s%s over %d stream%s\n", chunks, chunks == 1 ? "" : "s",
+              cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(),
+              b.elements % chunks ? " (sizes differ by one element at most)" : "", streams,
+              streams == 1 ? "" : "s");
+  if (streams > chunks) std::printf("  (only %d of the %d streams get a chunk)\n", chunks, streams);
+}
+
+const char* const kOrderTitles[] = {
+    "Serial: every chunk in stream 0, nothing overlaps",
+    "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
+    "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
+
 }  // namespace lab

@@ -9,6 +9,7 @@ set(ch04_results
     "CHECK pipeline_serial: 0 of [0-9]+ values differ from the CPU reference ... PASS"
     "CHECK pipeline_depth_first: 0 of [0-9]+ values differ from the CPU reference ... PASS"
     "CHECK pipeline_breadth_first: 0 of [0-9]+ values differ from the CPU reference ... PASS"
+    "CHECK chunks_results: 0 of 11 chunk counts differ from the CPU reference ... PASS"
     "All [0-9]+ checks passed")
 
 # Results at the default size, with the timelines (one row per stream) drawn.
@@ -17,7 +18,8 @@ chapter_test(NAME result LABELS gpu ARGS --no-timing
                    "CHECK seed_two_streams: 0 of 67108864 values"
                    "Depth-first: for each chunk" "Breadth-first: for each wave"
                    "stream 3 "
-                   "CHECK bound_depth_first: skipped \\(--no-timing\\)"
+                   "CHECK bound_depth_first: skipped \\(--no-timing"
+                   "CHECK chunks_results: 0 of 11 chunk counts differ"
              NO_MATCH "FAIL")
 # Chunks that do not divide the data, a stream count that does not divide the chunks.
 chapter_test(NAME result.uneven_chunks LABELS gpu ARGS --mib 7 --chunks 5 --streams 3 --no-timing
@@ -36,7 +38,7 @@ chapter_test(NAME result.too_small_to_time LABELS gpu ARGS --mib 16 --chunks 64 
              MATCH ${ch04_results}
                    "CHECK pinned_vs_pageable_h2d: skipped \\(--mib below 32 is too small"
                    "CHECK bound_depth_first: skipped \\(--mib below 32 is too small"
-                   "ideal bound: [0-9.]+ ms"
+                   "bound: [0-9.]+ ms \\(paced by the"
              NO_MATCH "FAIL")
 
 # The timed properties at the default size (256 MiB, 32 chunks, 4 streams).
@@ -54,6 +56,8 @@ chapter_test(NAME timing.host_register LABELS gpu timing
 chapter_test(NAME timing.pipeline LABELS gpu timing
              MATCH "CHECK chunked_async_rate_h2d: .* ... PASS"
                    "CHECK chunked_async_rate_d2h: .* ... PASS"
+                   "CHECK chunks_bound_worst: .* ... PASS"
+                   "CHECK chunks_best_vs_one: .* ... PASS"
                    "CHECK bound_depth_first: .* ... PASS"
                    "CHECK bound_breadth_first: .* ... PASS"
                    "CHECK speedup_depth_first: .* ... PASS"
@@ -68,6 +72,67 @@ chapter_test(NAME timing.pipeline_8_streams_16_chunks LABELS gpu timing
                    "CHECK speedup_depth_first: .* ... PASS"
                    "CHECK speedup_breadth_first: .* ... PASS"
                    "All [0-9]+ checks passed")
+
+# One test per part.
+chapter_test(NAME part.seed LABELS gpu ARGS --part seed
+             MATCH "== Part 1 of 5: seed" "CHECK seed_two_streams: 0 of [0-9]+ values differ"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "Part 2 of 5")
+chapter_test(NAME part.pinned LABELS gpu timing ARGS --part pinned
+             MATCH "== Part 2 of 5: pinned" "CHECK pinned_vs_pageable_h2d: .* ... PASS"
+                   "CHECK pageable_async_call_blocks_d2h: .* ... PASS"
+                   "CHECK pinned_async_call_returns_d2h: .* ... PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "Part 1 of 5")
+chapter_test(NAME part.register LABELS gpu timing ARGS --part register
+             MATCH "== Part 3 of 5: register" "CHECK registered_vs_pinned_h2d: .* ... PASS"
+                   "CHECK registered_async_call_returns_h2d: .* ... PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME part.pipeline LABELS gpu timing ARGS --part pipeline
+             MATCH "== Part 4 of 5: pipeline" "CHECK bound_depth_first: .* ... PASS"
+                   "CHECK speedup_breadth_first: .* ... PASS" "Breadth-first: for each wave"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME part.chunks LABELS gpu timing ARGS --part chunks
+             MATCH "== Part 5 of 5: chunks" "best: [0-9]+ chunks"
+                   "CHECK chunks_bound_worst: .* ... PASS" "CHECK chunks_best_vs_one: .* ... PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+
+# The commands the lesson suggests under "What to try next".
+foreach(chunks IN ITEMS 1 1024)
+  chapter_test(NAME try.chunks_${chunks} LABELS gpu timing ARGS --chunks ${chunks}
+               MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+endforeach()
+foreach(streams IN ITEMS 1 2)
+  chapter_test(NAME try.streams_${streams} LABELS gpu timing ARGS --streams ${streams}
+               MATCH "CHECK speedup_depth_first: skipped \\(needs --streams 3"
+                     "All [0-9]+ checks passed"
+               NO_MATCH "FAIL")
+endforeach()
+chapter_test(NAME try.streams_32_chunks_32 LABELS gpu timing ARGS --streams 32 --chunks 32
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.trace LABELS gpu timing
+             ARGS --part pipeline --trace ${CMAKE_CURRENT_BINARY_DIR}/04_pipeline.json
+             MATCH "Trace written to" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.chunks_svg LABELS gpu timing
+             ARGS --part chunks --chunks-svg ${CMAKE_CURRENT_BINARY_DIR}/04_chunks.svg
+             MATCH "Curve written to" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+
+# The whole program under the two launch settings: it says what changed and still passes.
+chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK pinned_async_call_returns_h2d: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK bound_depth_first: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                   "the pinned call waits for its copy too"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "CHECK bound_depth_first: skipped \\(CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "depth-first takes [0-9.]+x and breadth-first [0-9.]+x of the serial time"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
 
 # Every flag's validation: zero, negative, not a number, too big. Nothing runs; exit 2.
 foreach(flag_range IN ITEMS "mib;65536" "chunks;1024" "streams;64" "repeats;1000")
@@ -86,6 +151,8 @@ foreach(flag_range IN ITEMS "mib;65536" "chunks;1024" "streams;64" "repeats;1000
   chapter_test(NAME args.${flag}_needs_value LABELS args host ARGS --${flag} EXIT 2
                MATCH "--${flag} needs a value")
 endforeach()
+chapter_test(NAME args.part_unknown LABELS args host ARGS --part nosuch EXIT 2
+             MATCH "--part expects one of all, seed, pinned, register, pipeline, chunks")
 # A size inside the flag's range that this machine cannot hold: host memory is checked before
 # the GPU is touched, device memory right after the device is chosen; both name the flag.
 chapter_test(NAME args.mib_does_not_fit LABELS args host ARGS --mib 65536 EXIT 2
