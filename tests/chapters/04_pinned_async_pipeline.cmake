@@ -112,6 +112,19 @@ foreach(streams IN ITEMS 1 2)
 endforeach()
 chapter_test(NAME try.streams_32_chunks_32 LABELS gpu timing ARGS --streams 32 --chunks 32
              MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+# The "Try:" line of each part.
+chapter_test(NAME try.seed_8_mib LABELS gpu ARGS --part seed --mib 8
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.pinned_1024_mib LABELS gpu timing ARGS --part pinned --mib 1024
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.register_20_repeats LABELS gpu timing ARGS --part register --repeats 20
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.pipeline_8_streams_16_chunks LABELS gpu timing
+             ARGS --part pipeline --streams 8 --chunks 16
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.pipeline_svg LABELS gpu timing
+             ARGS --part pipeline --svg ${CMAKE_CURRENT_BINARY_DIR}/04_timeline.svg
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.trace LABELS gpu timing
              ARGS --part pipeline --trace ${CMAKE_CURRENT_BINARY_DIR}/04_pipeline.json
              MATCH "Trace written to" "All [0-9]+ checks passed" NO_MATCH "FAIL")
