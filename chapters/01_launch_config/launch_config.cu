@@ -310,17 +310,22 @@ void part_invalid(const cudaDeviceProp& prop, const cs::LaunchEnvironment& env) 
       rejected, env.launch_blocking ? " (under CUDA_LAUNCH_BLOCKING=1)" : "");
 }
 
+// The dynamic shared memory block_sums needs with blocks of `threads` threads.
+__host__ __device__ std::size_t block_sums_shared_bytes(int threads) {
+  return threads * sizeof(float);
+}
+
 // Part 6: let the runtime pick a block size for block_sums.
 void part_occupancy(long long elements, const cudaDeviceProp& prop) {
   int min_grid = 0;
   int best_block = 0;
   // block_sums needs one float of shared memory per thread, so its shared size depends on the
   // block size: the VariableSMem form of cudaOccupancyMaxPotentialBlockSize takes that rule.
-  CS_CHECK(cudaOccupancyMaxPotentialBlockSizeVariableSMem(
-      &min_grid, &best_block, block_sums, [](int threads) { return threads * sizeof(float); }));
+  CS_CHECK(cudaOccupancyMaxPotentialBlockSizeVariableSMem(&min_grid, &best_block, block_sums,
+                                                          block_sums_shared_bytes));
   int per_sm = 0;
   CS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_sums, best_block,
-                                                         best_block * sizeof(float)));
+                                                         block_sums_shared_bytes(best_block)));
   std::printf(
       "  cudaOccupancyMaxPotentialBlockSize: block %d, at least %d blocks to fill the "
       "GPU (%d per SM x %d SMs)\n",
@@ -336,7 +341,7 @@ void part_occupancy(long long elements, const cudaDeviceProp& prop) {
   const unsigned blocks = ceil_div(elements, best_block);
   float* sums = nullptr;
   CS_CHECK(cudaMalloc(&sums, blocks * sizeof(float)));
-  block_sums<<<blocks, best_block, best_block * sizeof(float)>>>(input, sums, elements);
+  block_sums<<<blocks, best_block, block_sums_shared_bytes(best_block)>>>(input, sums, elements);
   CS_CHECK_LAUNCH();
   cs::verify("block_sums_occupancy_pick", to_host(sums, blocks), cpu_block_sums(host, best_block));
   CS_CHECK(cudaFree(input));
