@@ -70,6 +70,10 @@ chapter_test(NAME try.no_invalid_launches LABELS gpu ARGS --no-invalid-launches
                    "All [0-9]+ checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.elements_max LABELS gpu ARGS --elements 268435456 --part coverage
              MATCH "CHECK coverage_1d: 0 of 268435456 values differ" "All 3 checks passed")
+chapter_test(NAME try.occupancy_elements_max LABELS gpu ARGS --part occupancy --elements 268435456
+             MATCH "cudaOccupancyMaxPotentialBlockSize: block [0-9]+"
+                   "CHECK block_sums_occupancy_pick: (0 of [0-9]+ values differ|skipped)"
+             NO_MATCH "FAIL")
 
 # The whole lesson under the two launch settings: neither changes what it proves.
 chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
