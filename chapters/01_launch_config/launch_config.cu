@@ -275,12 +275,14 @@ bool check_rejected(const std::string& name, const std::string& what, cudaError_
 // Part 5: deliberately invalid configurations, one past each limit of part 1.
 void part_invalid(const cudaDeviceProp& prop, const cs::LaunchEnvironment& env) {
   int rejected = 0;
+  // One thread more than a block may have (part 1's "threads per block").
   const int too_many_threads = prop.maxThreadsPerBlock + 1;
   visit<<<1, too_many_threads>>>(nullptr, 0, 0, 0);
   rejected +=
       check_rejected("invalid_block_size_rejected",
                      cs::format("%d threads per block", too_many_threads), cudaGetLastError());
 
+  // One block more than the grid may have in y (65535 on the H200 as in cc 1.x: only x grew).
   const dim3 tall_grid(1, static_cast<unsigned>(prop.maxGridSize[1]) + 1);
   visit<<<tall_grid, 1>>>(nullptr, 0, 0, 0);
   rejected += check_rejected("invalid_grid_y_rejected", cs::format("grid.y = %u", tall_grid.y),
