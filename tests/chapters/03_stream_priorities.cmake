@@ -10,7 +10,8 @@ chapter_test(NAME result LABELS gpu
                    "CHECK clamp_to_least: cudaStreamCreateWithPriority\\(\\+100\\) gave .* PASS"
                    "CHECK short_kernel_results: 0 of [0-9]+ values differ from the CPU reference ... PASS"
                    "CHECK every_flood_block_ran: ([0-9]+) of \\1 floods .* PASS"
-                   "CHECK priority_latency_ratio: skipped \\(--no-timing\\)"
+                   "CHECK priority_latency_ratio: skipped \\(--no-timing"
+                   "CHECK every_level_kept: .* PASS"
                    "All [0-9]+ checks passed"
              NO_MATCH "FAIL")
 
@@ -34,6 +35,62 @@ chapter_test(NAME trace LABELS gpu
                   --trace ${CMAKE_CURRENT_BINARY_DIR}/03_stream_priorities_trace.json
              MATCH "Trace written to .*03_stream_priorities_trace\\.json" "F = flood"
              NO_MATCH "FAIL")
+
+# One test per part (--part NAME).
+chapter_test(NAME part.range LABELS gpu ARGS --part range
+             MATCH "== Part 1 of 4: range" "this device says: +-?[0-9]+ \\(greatest\\)"
+                   "CHECK every_level_kept: .* PASS" "CHECK clamp_to_greatest: .* PASS"
+                   "CHECK clamp_to_least: .* PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 2")
+chapter_test(NAME part.pytorch LABELS gpu ARGS --part pytorch
+             MATCH "== Part 2 of 4: pytorch" "torch.cuda.Stream.priority_range\\(\\) would return"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 1")
+chapter_test(NAME part.latency LABELS gpu timing ARGS --part latency
+             MATCH "== Part 3 of 4: latency"
+                   "CHECK priority_latency_ratio: (.* <= 0\\.50x .* PASS|skipped \\(this device has one)"
+                   "CHECK short_kernel_results: 0 of [0-9]+ values differ"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 4")
+chapter_test(NAME part.preemption LABELS gpu timing ARGS --part preemption
+             MATCH "== Part 4 of 4: preemption"
+                   "CHECK running_blocks_not_preempted: (.* >= 0\\.90x .* PASS|skipped \\()"
+                   "CHECK every_flood_block_ran: ([0-9]+) of \\1 floods .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 3")
+
+# Under the two launch settings the program says what changed, skips the two timed checks with
+# the reason, and passes the rest.
+chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK priority_latency_ratio: skipped \\(CUDA_LAUNCH_BLOCKING=1: the flood's launch returned only after"
+                   "CHECK running_blocks_not_preempted: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                   "priority had nothing to reorder"
+                   "CHECK clamp_to_greatest: .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "CHECK priority_latency_ratio: skipped \\(CUDA_DEVICE_MAX_CONNECTIONS=1: the short kernel shares one hardware queue with the flood"
+                   "CHECK running_blocks_not_preempted: skipped \\(CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "CHECK clamp_to_least: .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "-[0-9.]+x")
+
+# The commands the lesson suggests under "What to try next".
+chapter_test(NAME try.block_us_2000 LABELS gpu timing ARGS --part latency --block-us 2000
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.short_us_1 LABELS gpu timing ARGS --part latency --short-us 1
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.short_us_500 LABELS gpu timing ARGS --part latency --short-us 500
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.settle_us_0 LABELS gpu timing ARGS --settle-us 0
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.running_ms_50 LABELS gpu timing ARGS --part preemption --running-ms 50
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+
+chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
+             MATCH "--part expects one of all, range, pytorch, latency, preemption, got 'nosuch'")
 
 # Every integer flag: zero (where not allowed), negative, not a number, too big.
 foreach(spec IN ITEMS "flood-ms;1;1000" "block-us;5;10000" "short-us;1;1000" "running-ms;1;1000"
