@@ -148,8 +148,13 @@ void part_pytorch() {
   std::printf("   %-10s  %-30s  %s\n", "asked (p)", "torch.cuda.Stream(priority=p)",
               "cudaStreamCreateWithPriority(p)");
   for (int p : {100, 1, 0, -1, -2, -3, -4, -5, -6, -100}) {
+    cudaStream_t stream = nullptr;  // what CUDA itself gives for the same p (part 1's clamp)
+    CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, p));
+    int cuda_gives = 0;
+    CS_CHECK(cudaStreamGetPriority(stream, &cuda_gives));
+    CS_CHECK(cudaStreamDestroy(stream));
     std::printf("   %9s   %4d %-25s  %4d\n", cs::format("%+d", p).c_str(),
-                pytorch_priority(p, levels), "", std::clamp(p, greatest, least));
+                pytorch_priority(p, levels), "", cuda_gives);
   }
   std::printf(
       "   torch.cuda.Stream.priority_range() would return (0, %d); this device's is (%d, %d)\n",

@@ -88,6 +88,11 @@ chapter_test(NAME try.settle_us_0 LABELS gpu timing ARGS --settle-us 0
              MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.running_ms_50 LABELS gpu timing ARGS --part preemption --running-ms 50
              MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.trace_and_svg LABELS gpu timing
+             ARGS --part latency --trace ${CMAKE_CURRENT_BINARY_DIR}/03_priorities.json
+                  --svg ${CMAKE_CURRENT_BINARY_DIR}/03_priorities.svg
+             MATCH "Trace written to .*03_priorities\\.json" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
 
 chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
              MATCH "--part expects one of all, range, pytorch, latency, preemption, got 'nosuch'")
