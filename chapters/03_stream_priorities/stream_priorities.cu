@@ -40,12 +40,11 @@ constexpr int kFloodMaxRegisters = 32;  // 2048 threads x 32 = the 64K registers
 
 // Kernels
 
-using cs::globaltimer_ns;  // the GPU's nanosecond clock, from cuda_streams/device_clock.cuh
-
-// Holds the calling thread for `ns` nanoseconds of wall time, whatever the clock rate.
+// Holds the calling thread for `ns` nanoseconds of wall time, whatever the clock rate
+// (cs::globaltimer_ns() is the GPU's nanosecond clock, from cuda_streams/device_clock.cuh).
 __device__ void spin_for(unsigned long long ns) {
-  const unsigned long long start = globaltimer_ns();
-  while (globaltimer_ns() - start < ns) {
+  const unsigned long long start = cs::globaltimer_ns();
+  while (cs::globaltimer_ns() - start < ns) {
   }
 }
 
@@ -85,29 +84,17 @@ int priority_of(cudaStream_t stream) {
 void part_range() {
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  const int levels = least - greatest + 1;
-  std::printf("   lower numbers are higher priorities\n");
-  std::printf("   the seed says:     -1 (high) .. 0 (low)\n");
-  std::printf(
-      "   this device says:  %d (greatest) .. %d (least), %d level%s "
-      "(cudaDeviceGetStreamPriorityRange)\n\n",
-      greatest, least, levels, levels == 1 ? "" : "s");
+  lab::print_range(least, greatest);  // beside the seed's -1 .. 0
 
   // Every level (or both ends and their neighbours on a device with many), and far outside.
-  const std::vector<int> asked = lab::priorities_to_ask(least, greatest);
-  std::printf("   %-10s  %s\n", "asked (p)", "cudaStreamCreateWithPriority(p) gives");
-  int for_plus_100 = 0, for_minus_100 = 0, levels_kept = 0, levels_asked = 0;
-  for (int p : asked) {
+  lab::RangeTable table{least, greatest};  // prints a row per p; counts what the checks need
+  for (int p : lab::priorities_to_ask(least, greatest)) {
     cudaStream_t stream = nullptr;
     CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, p));
     int got = 0;
     CS_CHECK(cudaStreamGetPriority(stream, &got));
     CS_CHECK(cudaStreamDestroy(stream));
-    if (p == 100) for_plus_100 = got;
-    if (p == -100) for_minus_100 = got;
-    if (p <= least && p >= greatest) levels_asked++, levels_kept += got == p;
-    std::printf("   %9s   %4d%s\n", cs::format("%+d", p).c_str(), got,
-                lab::clamp_note(p, got, least, greatest));
+    table.add(p, got);
   }
   cudaStream_t plain = nullptr;
   CS_CHECK(cudaStreamCreate(&plain));
@@ -115,16 +102,11 @@ void part_range() {
   CS_CHECK(cudaStreamDestroy(plain));
 
   // A priority inside the range is kept as asked; one outside goes to the nearest end.
-  cs::check_that("every_level_kept", levels_kept == levels_asked,
-                 cs::format("%d of the %d priorities asked inside %d .. %d were kept", levels_kept,
-                            levels_asked, greatest, least));
-  cs::check_that("clamp_to_greatest", for_minus_100 == greatest,
-                 cs::format("cudaStreamCreateWithPriority(-100) gave %d, the greatest priority "
-                            "is %d",
-                            for_minus_100, greatest));
-  cs::check_that("clamp_to_least", for_plus_100 == least,
-                 cs::format("cudaStreamCreateWithPriority(+100) gave %d, the least priority is %d",
-                            for_plus_100, least));
+  cs::check_that("every_level_kept", table.levels_kept == table.levels_asked, table.kept_note());
+  cs::check_that("clamp_to_greatest", table.for_minus_100 == greatest,
+                 lab::gave_note(-100, table.for_minus_100, "greatest", greatest));
+  cs::check_that("clamp_to_least", table.for_plus_100 == least,
+                 lab::gave_note(+100, table.for_plus_100, "least", least));
 }
 
 // Part 2: PyTorch's priorities on this device (pure host arithmetic)
@@ -145,34 +127,30 @@ void part_pytorch() {
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   const int levels = least - greatest + 1;
-  std::printf("   %-10s  %-30s  %s\n", "asked (p)", "torch.cuda.Stream(priority=p)",
-              "cudaStreamCreateWithPriority(p)");
+  lab::print_pytorch_header();
   for (int p : {100, 1, 0, -1, -2, -3, -4, -5, -6, -100}) {
     cudaStream_t stream = nullptr;  // what CUDA itself gives for the same p (part 1's clamp)
     CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, p));
     int cuda_gives = 0;
     CS_CHECK(cudaStreamGetPriority(stream, &cuda_gives));
     CS_CHECK(cudaStreamDestroy(stream));
-    std::printf("   %9s   %4d %-25s  %4d\n", cs::format("%+d", p).c_str(),
-                pytorch_priority(p, levels), "", cuda_gives);
+    lab::print_pytorch_row(p, pytorch_priority(p, levels), cuda_gives);
   }
-  std::printf(
-      "   torch.cuda.Stream.priority_range() would return (0, %d); this device's is (%d, %d)\n",
-      pytorch_priority(-100, levels), least, greatest);
-  lab::explain_pytorch(kPyTorchPriorityPools);
+  // What priority_range() reports: the highest pool, beside this device's own range.
+  lab::explain_pytorch(pytorch_priority(-100, levels), least, greatest, kPyTorchPriorityPools);
 }
 
 // Part 3: a short kernel behind a low-priority flood, from a high and a low priority stream
 
 // One run: the flood (flood_blocks blocks of block_ns each) from flood_stream, then, once it
-// holds the SMs, the short kernel from short_stream, between two events in its own stream.
+// holds the SMs, the short kernel from short_stream, between two events in its own stream;
+// drawn on a timeline when `trace` names one.
 lab::Run run_once(lab::Bench& b, const lab::Setup& setup, cudaStream_t flood_stream,
                   int flood_blocks, unsigned long long block_ns, cudaStream_t short_stream,
-                  cs::Timeline* timeline = nullptr, const std::string& flood_row = "",
-                  const std::string& short_row = "") {
+                  const lab::Trace& trace = {}) {
   const int request = b.prepare(flood_stream);  // clear this run's buffers; the GPU goes idle
   {
-    auto span = timeline ? timeline->span(flood_row, "flood", flood_stream) : cs::TimelineSpan();
+    auto span = trace.span(trace.flood_row, "flood", flood_stream);
     CS_CHECK(cudaEventRecord(b.flood_start, flood_stream));
     flood_kernel<<<flood_blocks, kThreads, 0, flood_stream>>>(block_ns, b.started, b.blocks_done);
     CS_CHECK_LAUNCH();
@@ -180,8 +158,7 @@ lab::Run run_once(lab::Bench& b, const lab::Setup& setup, cudaStream_t flood_str
   }
   b.wait_until_started();  // the flood's block 0 raised the flag; then --settle-us more
   {
-    auto span = timeline ? timeline->span(short_row, "short kernel, submit to finish", short_stream)
-                         : cs::TimelineSpan();
+    auto span = trace.span(trace.short_row, "short kernel, submit to finish", short_stream);
     CS_CHECK(cudaEventRecord(b.submitted, short_stream));
     short_kernel<<<setup.sms, kThreads, 0, short_stream>>>(setup.short_ns, request, b.short_out);
     CS_CHECK_LAUNCH();
@@ -196,8 +173,12 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
                   const cs::CommonOptions& common) {
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  // Three streams created one after another get three different hardware queues (of 8 by
-  // default): the short kernel's streams do not queue behind the flood's.
+  // The short kernel's streams must not share a hardware queue with the flood's, or they would
+  // wait behind it before priority could act. The runtime hands its hardware queues
+  // (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) to new streams in turn, so three streams created
+  // back to back get three different ones, however many streams parts 1 and 2 created before.
+  // Where two share one anyway (fewer queues), the runs show it: a short kernel reaches its
+  // stream only late in the flood, and the check says so instead of failing.
   cudaStream_t flood_stream = nullptr, high = nullptr, low = nullptr;
   CS_CHECK(cudaStreamCreateWithPriority(&flood_stream, cudaStreamNonBlocking, least));
   CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
@@ -207,7 +188,6 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   lab::print_flood(setup, low_name);
 
   lab::Bench bench(setup.sms, setup.settle_us);
-  const int blocks = setup.flood.blocks;
   // Load both kernels before anything is timed.
   flood_kernel<<<1, kThreads, 0, flood_stream>>>(0, bench.started, bench.blocks_done);
   short_kernel<<<setup.sms, kThreads, 0, flood_stream>>>(0, 0, bench.short_out);
@@ -216,22 +196,18 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   {
     cs::Timeline timeline;
     timeline.start(flood_stream);
-    const std::string row = "flood, " + low_name;
-    run_once(bench, setup, flood_stream, blocks, setup.block_ns, high, &timeline, row,
-             "short, " + high_name);
-    run_once(bench, setup, flood_stream, blocks, setup.block_ns, low, &timeline, row,
-             "short, " + low_name);
-    cs::publish_timeline(timeline.collect(), common,
-                         "One flood with the short kernel from the high-priority stream, then one "
-                         "with it from the low-priority stream:");
+    run_once(bench, setup, flood_stream, setup.flood.blocks, setup.block_ns, high,
+             {&timeline, "flood, " + low_name, "short, " + high_name});
+    run_once(bench, setup, flood_stream, setup.flood.blocks, setup.block_ns, low,
+             {&timeline, "flood, " + low_name, "short, " + low_name});
+    lab::publish_latency_timeline(timeline.collect(), common);
   }
   std::vector<lab::Run> high_runs, low_runs;
-  for (int r = 0; r < setup.repeats; ++r) {  // alternate, so that drift touches both alike
-    cudaStream_t first = r % 2 == 0 ? high : low, second = r % 2 == 0 ? low : high;
-    lab::Run a = run_once(bench, setup, flood_stream, blocks, setup.block_ns, first);
-    lab::Run b = run_once(bench, setup, flood_stream, blocks, setup.block_ns, second);
-    high_runs.push_back(first == high ? a : b);
-    low_runs.push_back(first == high ? b : a);
+  for (int i = 0; i < 2 * setup.repeats; ++i) {  // high, low, low, high, ...: drift touches both
+    const bool from_high = i % 2 == i / 2 % 2;
+    cudaStream_t stream = from_high ? high : low;
+    lab::Run run = run_once(bench, setup, flood_stream, setup.flood.blocks, setup.block_ns, stream);
+    (from_high ? high_runs : low_runs).push_back(run);
   }
   const lab::Summary hi = lab::summarize(high_runs), lo = lab::summarize(low_runs);
   lab::print_summaries(high_name, hi, low_name, lo, setup.repeats);
@@ -242,10 +218,7 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   const std::string skip = lab::latency_skip_reason(common, env, least - greatest + 1, hi, lo);
   const double ratio = lo.latency.median > 0 ? hi.latency.median / lo.latency.median : 0;
   cs::check_or_skip(skip, "priority_latency_ratio", ratio, cs::Compare::at_most, kLatencyRatioMax,
-                    "x",
-                    cs::format("high-priority latency / low-priority latency, bar for a "
-                               "device with %d priority levels",
-                               least - greatest + 1));
+                    "x", lab::latency_ratio_note(least - greatest + 1));
   lab::explain_latency(env, ratio, kLatencyRatioMax, hi, lo, setup.block_us);
   bench.report_results();
   for (cudaStream_t stream : {flood_stream, high, low}) CS_CHECK(cudaStreamDestroy(stream));
@@ -257,7 +230,7 @@ void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
                      const cs::CommonOptions& common) {
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  cudaStream_t wave_stream = nullptr, high = nullptr;
+  cudaStream_t wave_stream = nullptr, high = nullptr;  // back to back: two queues (part 3 says why)
   CS_CHECK(cudaStreamCreateWithPriority(&wave_stream, cudaStreamNonBlocking, least));
   CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
   const lab::Flood& f = setup.flood;
@@ -271,12 +244,7 @@ void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
     runs.push_back(run_once(bench, setup, wave_stream, f.resident, setup.running_ns, high));
   }
   const lab::Summary s = lab::summarize(runs);
-  std::printf(
-      "   latency %s; the running blocks still had %s to go when its stream reached it\n"
-      "   (submitted at %s of a %s wave; medians of %d runs)\n",
-      cs::format_ms(s.latency.median).c_str(), cs::format_ms(s.flood_left.median).c_str(),
-      cs::format_ms(s.submitted.median).c_str(), cs::format_ms(s.flood.median).c_str(),
-      setup.repeats);
+  lab::print_wave_latency(s, setup.repeats);
 
   // Not preempted: the latency is the time the running blocks had left (about 1.0 on an H200);
   // were they preempted, it would be near 0. The ratio means something only while blocks ran.
@@ -294,9 +262,7 @@ void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
 int main(int argc, char** argv) {
   lab::Flags flags;
   cs::CommonOptions common;
-  cs::Options options("03_stream_priorities",
-                      "Stream priorities: the device's range, clamping, PyTorch's mapping, and a "
-                      "short kernel's latency behind a flood of low-priority work.");
+  cs::Options options("03_stream_priorities", lab::kSummary);  // shown by --help
   cs::Parts parts(options,
                   {{"range", "the device's priority range; out-of-range values are clamped"},
                    {"pytorch", "what torch.cuda.Stream(priority=p) gives on this device"},

@@ -3,7 +3,8 @@
 // What is here: the flood's size (waves of blocks from the occupancy the program measured), the
 // buffers, events and the "flood has started" flag that every run shares, one run (flood, wait
 // until it holds the SMs, submit the short kernel, time both with events, verify both), the
-// medians over repeated runs, and the reasons a priority check cannot hold in this process.
+// medians over repeated runs, the reasons a priority check cannot hold in this process, and the
+// tables, sentences and check details the parts print.
 // The kernels, the streams and their priorities, and the launches stay in stream_priorities.cu:
 // a run gets the launches as functions.
 
@@ -61,6 +62,10 @@ inline Flood size_flood(const cudaDeviceProp& prop, int per_sm, int flood_ms, in
 }
 
 // The command line, and what the parts derive from it and the device.
+constexpr const char* kSummary =
+    "Stream priorities: the device's range, clamping, PyTorch's mapping, and a "
+    "short kernel's latency behind a flood of low-priority work.";
+
 struct Flags {
   int flood_ms = 20, block_us = 20, short_us = 10, running_ms = 5, settle_us = 1000, repeats = 10;
 };
@@ -195,6 +200,43 @@ inline void print_summaries(const std::string& high_name, const Summary& high,
       repeats);
 }
 
+// Where run_once() draws its flood and its short kernel: nowhere (the timed runs), or two rows
+// of a timeline.
+struct Trace {
+  cs::Timeline* timeline = nullptr;
+  std::string flood_row, short_row;
+
+  cs::TimelineSpan span(const std::string& row, const char* kind, cudaStream_t stream) const {
+    return timeline ? timeline->span(row, kind, stream) : cs::TimelineSpan();
+  }
+};
+
+inline void publish_latency_timeline(const cs::TimelineData& data,
+                                     const cs::CommonOptions& common) {
+  cs::publish_timeline(data, common,
+                       "One flood with the short kernel from the high-priority stream, then one "
+                       "with it from the low-priority stream:");
+}
+
+// The detail of the latency check.
+inline std::string latency_ratio_note(int levels) {
+  return cs::format(
+      "high-priority latency / low-priority latency, bar for a device with %d priority levels",
+      levels);
+}
+
+// Part 1's heading: the device's range beside the seed's, then the table's header.
+inline void print_range(int least, int greatest) {
+  const int levels = least - greatest + 1;
+  std::printf("   lower numbers are higher priorities\n");
+  std::printf("   the seed says:     -1 (high) .. 0 (low)\n");
+  std::printf(
+      "   this device says:  %d (greatest) .. %d (least), %d level%s "
+      "(cudaDeviceGetStreamPriorityRange)\n\n",
+      greatest, least, levels, levels == 1 ? "" : "s");
+  std::printf("   %-10s  %s\n", "asked (p)", "cudaStreamCreateWithPriority(p) gives");
+}
+
 // The priorities part 1 asks for: far above, every level (or both ends and their neighbours on
 // a device with many), just below, far below.
 inline std::vector<int> priorities_to_ask(int least, int greatest) {
@@ -214,7 +256,49 @@ inline const char* clamp_note(int asked, int got, int least, int greatest) {
                            : "  neither p nor an end of the range";
 }
 
-inline void explain_pytorch(int pools) {
+// Part 1's table: add() prints one row (the priority asked, the one the stream got, and why they
+// differ) and counts what the checks need.
+struct RangeTable {
+  int least = 0, greatest = 0;
+  int for_plus_100 = 0, for_minus_100 = 0;  // what +100 and -100 gave
+  int levels_kept = 0, levels_asked = 0;    // priorities asked inside the range, and kept as asked
+
+  void add(int asked, int got) {
+    if (asked == 100) for_plus_100 = got;
+    if (asked == -100) for_minus_100 = got;
+    if (asked <= least && asked >= greatest) levels_asked++, levels_kept += got == asked;
+    std::printf("   %9s   %4d%s\n", cs::format("%+d", asked).c_str(), got,
+                clamp_note(asked, got, least, greatest));
+  }
+
+  std::string kept_note() const {
+    return cs::format("%d of the %d priorities asked inside %d .. %d were kept", levels_kept,
+                      levels_asked, greatest, least);
+  }
+};
+
+// The detail of the clamp checks.
+inline std::string gave_note(int asked, int got, const char* end, int end_priority) {
+  return cs::format("cudaStreamCreateWithPriority(%+d) gave %d, the %s priority is %d", asked, got,
+                    end, end_priority);
+}
+
+// Part 2's table: the priority asked, PyTorch's, CUDA's own.
+inline void print_pytorch_header() {
+  std::printf("   %-10s  %-30s  %s\n", "asked (p)", "torch.cuda.Stream(priority=p)",
+              "cudaStreamCreateWithPriority(p)");
+}
+
+inline void print_pytorch_row(int asked, int pytorch_gives, int cuda_gives) {
+  std::printf("   %9s   %4d %-25s  %4d\n", cs::format("%+d", asked).c_str(), pytorch_gives, "",
+              cuda_gives);
+}
+
+// What torch.cuda.Stream.priority_range() would return beside the device's range, in words.
+inline void explain_pytorch(int pytorch_greatest, int least, int greatest, int pools) {
+  std::printf(
+      "   torch.cuda.Stream.priority_range() would return (0, %d); this device's is (%d, %d)\n",
+      pytorch_greatest, least, greatest);
   std::printf(
       "   The seed's range is the two levels older PyTorch releases offered. Recent ones keep\n"
       "   pools at CUDA priorities 0 .. -%d and map any other p to the nearest pool, so a\n"
@@ -229,6 +313,15 @@ inline void print_wave(const Setup& setup, int high_priority) {
       "   the priority %d kernel is submitted %d us after the wave has started\n",
       setup.flood.resident, cs::format_ms(setup.running_ns / 1e6).c_str(),
       setup.flood.fills_threads ? "all" : "not all", high_priority, setup.settle_us);
+}
+
+// Part 4's measurement, in words.
+inline void print_wave_latency(const Summary& s, int repeats) {
+  std::printf(
+      "   latency %s; the running blocks still had %s to go when its stream reached it\n"
+      "   (submitted at %s of a %s wave; medians of %d runs)\n",
+      cs::format_ms(s.latency.median).c_str(), cs::format_ms(s.flood_left.median).c_str(),
+      cs::format_ms(s.submitted.median).c_str(), cs::format_ms(s.flood.median).c_str(), repeats);
 }
 
 // Why the latency ratio cannot hold in this run, or "" when it can.
