@@ -13,8 +13,9 @@
 //             order depth-first vs breadth-first on the timeline
 //   chunks    overlapped time against chunk count (1 to 1024): fill and drain against the fixed
 //             cost of each operation; the best chunk count
-// The measurement machinery (stage timing, calibration, the bound model, the SVG curve) is in
-// pinned_async_pipeline_lab.cuh, which a reader may skip.
+// The flags and the measurement machinery (stage timing, calibration, the bound model, the
+// tables and words printed, the SVG curve) are in pinned_async_pipeline_lab.cuh, which a reader
+// may skip.
 //
 // Build and run
 //   cmake --preset default && cmake --build --preset default
@@ -81,27 +82,9 @@ lab::Launch scramble_launcher(const lab::Buffers& b) {
   };
 }
 
-// What every part needs from the command line and the environment.
-struct Run {
-  int chunks = 32, streams = 4, repeats = 5;
-  std::string chunks_svg;
-  cs::CommonOptions common;
-  std::string skip;         // why every timed check is skipped here ("" when they run)
-  std::string calls_block;  // why an asynchronous copy cannot return before its copy is done
-  std::string no_overlap;   // why streams issued from this thread cannot overlap as they should
-  bool measure() const { return !common.no_timing; }
-};
-
 // One copy, four ways to time it: plain cudaMemcpy (its bandwidth), then one cudaMemcpyAsync into
 // an idle stream, with a host clock around the call and events around the copy.
-struct Copy {
-  const char* name;
-  void* dst;
-  const void* src;
-  cudaMemcpyKind kind;
-  double gbps = 0, call_ms = 0, copy_ms = 0;
-};
-void measure_copy(Copy& copy, std::size_t bytes, int repeats) {
+void measure_copy(lab::Copy& copy, std::size_t bytes, int repeats) {
   copy.gbps = lab::gb_per_s(bytes, cs::time_on_stream_ms(nullptr, 1, repeats, [&] {
                                      CS_CHECK(cudaMemcpy(copy.dst, copy.src, bytes, copy.kind));
                                    }).median);
@@ -124,15 +107,11 @@ void measure_copy(Copy& copy, std::size_t bytes, int repeats) {
   }
   copy.call_ms = cs::median(calls);
   copy.copy_ms = cs::median(copies);
-  std::printf("    %-16s %8.1f GB/s   %11.3f ms   %11.3f ms   %8.3f\n", copy.name, copy.gbps,
-              copy.call_ms, copy.copy_ms, lab::ratio(copy.call_ms, copy.copy_ms));
+  lab::print_copy(copy);
   CS_CHECK(cudaEventDestroy(start));
   CS_CHECK(cudaEventDestroy(stop));
   CS_CHECK(cudaStreamDestroy(stream));
 }
-const char* kCopyHeader =
-    "  copy             cudaMemcpy      one cudaMemcpyAsync: inside the call  the copy  "
-    "call/copy\n";
 
 void part_seed(std::size_t total_elements) {
   // The guide uses `size` both as an element offset (hostPtr + i * size) and as a byte count
@@ -166,115 +145,91 @@ void part_seed(std::size_t total_elements) {
   std::vector<float> want(2 * size);
   for (std::size_t j = 0; j < want.size(); ++j) want[j] = 2.0f * (j % 1024) + 1.0f;
   cs::verify("seed_two_streams", hostPtr, want.data(), want.size());
-  std::printf(
-      "  Each stream's copy in, kernel and copy back run in order; the two streams are\n"
-      "  independent, so stream 1's copy in can overlap stream 0's kernel.\n");
+  std::printf("%s", lab::kSeedNote);
   CS_CHECK(cudaFreeHost(hostPtr));
   CS_CHECK(cudaFree(inputDevPtr));
   CS_CHECK(cudaFree(outputDevPtr));
 }
 
-void part_pinned(lab::Buffers& b, const Run& run) {
+void part_pinned(lab::Buffers& b, const lab::Run& run) {
   // Correctness first: pageable -> device -> pinned gives back the same words.
   CS_CHECK(cudaMemcpy(b.dev_in, b.pageable.data(), b.bytes, cudaMemcpyHostToDevice));
   std::fill(b.host_out, b.host_out + b.elements, 0u);
   CS_CHECK(cudaMemcpy(b.host_out, b.dev_in, b.bytes, cudaMemcpyDeviceToHost));
   cs::verify("pageable_round_trip", b.host_out, b.pageable.data(), b.elements);
 
-  Copy pageable[2] = {{"pageable H2D", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice},
-                      {"pageable D2H", b.pageable.data(), b.dev_in, cudaMemcpyDeviceToHost}};
-  Copy pinned[2] = {{"pinned H2D", b.dev_in, b.host_in, cudaMemcpyHostToDevice},
-                    {"pinned D2H", b.host_out, b.dev_in, cudaMemcpyDeviceToHost}};
+  lab::Copy pageable[2] = {{"pageable H2D", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice},
+                           {"pageable D2H", b.pageable.data(), b.dev_in, cudaMemcpyDeviceToHost}};
+  lab::Copy pinned[2] = {{"pinned H2D", b.dev_in, b.host_in, cudaMemcpyHostToDevice},
+                         {"pinned D2H", b.host_out, b.dev_in, cudaMemcpyDeviceToHost}};
   if (run.measure()) {
-    std::printf("%s", kCopyHeader);
-    for (Copy* copy : {&pageable[0], &pageable[1], &pinned[0], &pinned[1]})
+    std::printf("%s", lab::kCopyHeader);
+    for (lab::Copy* copy : {&pageable[0], &pageable[1], &pinned[0], &pinned[1]})
       measure_copy(*copy, b.bytes, run.repeats);
   }
-  const char* dir[] = {"h2d", "d2h"};
   // Pageable copies go through a staging copy on the CPU, then the same DMA as pinned memory.
   constexpr double kPinnedOverPageable = 1.10;
-  for (int i = 0; i < 2; ++i) {
-    cs::check_or_skip(run.skip, cs::format("pinned_vs_pageable_%s", dir[i]),
-                      lab::ratio(pinned[i].gbps, pageable[i].gbps), cs::Compare::at_least,
-                      kPinnedOverPageable, "x", "pinned / pageable cudaMemcpy bandwidth");
-  }
-  std::printf(
-      "  Pageable memory can be paged out, so the DMA engine cannot read it directly: the\n"
-      "  driver first copies it, piece by piece, into a pinned staging buffer.\n");
+  lab::check_directions(run.skip, "pinned_vs_pageable", cs::Compare::at_least, kPinnedOverPageable,
+                        "pinned / pageable cudaMemcpy bandwidth",
+                        [&](int i) { return lab::ratio(pinned[i].gbps, pageable[i].gbps); });
+  std::printf("%s", lab::kStagingNote);
   // From pageable memory the call holds the host for most of the copy (it stages the data)...
   constexpr double kPageableCallShare = 0.50;
-  for (int i = 0; i < 2; ++i) {
-    cs::check_or_skip(run.skip, cs::format("pageable_async_call_blocks_%s", dir[i]),
-                      lab::ratio(pageable[i].call_ms, pageable[i].copy_ms), cs::Compare::at_least,
-                      kPageableCallShare, "x", "host time inside the call / the copy's time");
-  }
+  lab::check_directions(
+      run.skip, "pageable_async_call_blocks", cs::Compare::at_least, kPageableCallShare,
+      "host time inside the call / the copy's time",
+      [&](int i) { return lab::ratio(pageable[i].call_ms, pageable[i].copy_ms); });
   // ...from pinned memory it only queues the DMA: a small share of the pageable call's time.
   constexpr double kPinnedCallVsPageable = 0.10;
-  for (int i = 0; i < 2; ++i) {
-    cs::check_or_skip(cs::first_reason({run.skip, run.calls_block}),
-                      cs::format("pinned_async_call_returns_%s", dir[i]),
-                      lab::ratio(pinned[i].call_ms, pageable[i].call_ms), cs::Compare::at_most,
-                      kPinnedCallVsPageable, "x", "pinned call time / pageable call time");
-  }
-  std::printf(
-      "  From pageable memory cudaMemcpyAsync is asynchronous in name only: the host is busy\n"
-      "  staging the data (H2D) or waits for it to arrive (D2H). From pinned memory the call\n"
-      "  only queues the DMA and returns, and the host is free while the copy runs.\n");
-  if (!run.calls_block.empty()) {
-    std::printf(
-        "  Under CUDA_LAUNCH_BLOCKING=1 the pinned call waits for its copy too (call/copy near 1\n"
-        "  above): the debugging setting takes away what pinned memory gives.\n");
-  }
+  lab::check_directions(cs::first_reason({run.skip, run.calls_block}), "pinned_async_call_returns",
+                        cs::Compare::at_most, kPinnedCallVsPageable,
+                        "pinned call time / pageable call time",
+                        [&](int i) { return lab::ratio(pinned[i].call_ms, pageable[i].call_ms); });
+  std::printf("%s", lab::kAsyncCallNote);
+  if (!run.calls_block.empty()) std::printf("%s", lab::kLaunchBlockingNote);
 }
 
-void part_register(lab::Buffers& b, const Run& run) {
-  Copy before{"vector, before", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice};
-  if (run.measure()) std::printf("%s", kCopyHeader), measure_copy(before, b.bytes, run.repeats);
+void part_register(lab::Buffers& b, const lab::Run& run) {
+  lab::Copy before{"vector, before", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice};
+  if (run.measure())
+    std::printf("%s", lab::kCopyHeader), measure_copy(before, b.bytes, run.repeats);
   cudaPointerAttributes was{}, is{};
   CS_CHECK(cudaPointerGetAttributes(&was, b.pageable.data()));
   CS_CHECK(cudaHostRegister(b.pageable.data(), b.bytes, cudaHostRegisterDefault));
   CS_CHECK(cudaPointerGetAttributes(&is, b.pageable.data()));
   cs::check_that("registered_pointer_is_pinned",
                  was.type == cudaMemoryTypeUnregistered && is.type == cudaMemoryTypeHost,
-                 cs::format("cudaPointerGetAttributes type: %s before, %s after",
-                            was.type == cudaMemoryTypeUnregistered ? "unregistered" : "other",
-                            is.type == cudaMemoryTypeHost ? "host (pinned)" : "other"));
+                 lab::memory_types(was, is));
   // Correctness: device -> registered vector gives back the input words.
   CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice));
   std::fill(b.pageable.begin(), b.pageable.end(), 0u);
   CS_CHECK(cudaMemcpy(b.pageable.data(), b.dev_in, b.bytes, cudaMemcpyDeviceToHost));
   cs::verify("registered_round_trip", b.pageable.data(), b.host_in, b.elements);
 
-  Copy registered[2] = {{"registered H2D", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice},
-                        {"registered D2H", b.pageable.data(), b.dev_in, cudaMemcpyDeviceToHost}};
-  Copy pinned[2] = {{"cudaMallocHost H2D", b.dev_in, b.host_in, cudaMemcpyHostToDevice},
-                    {"cudaMallocHost D2H", b.host_out, b.dev_in, cudaMemcpyDeviceToHost}};
-  if (run.measure()) {
-    for (Copy* copy : {&registered[0], &registered[1], &pinned[0], &pinned[1]})
+  lab::Copy registered[2] = {
+      {"registered H2D", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice},
+      {"registered D2H", b.pageable.data(), b.dev_in, cudaMemcpyDeviceToHost}};
+  lab::Copy pinned[2] = {{"cudaMallocHost H2D", b.dev_in, b.host_in, cudaMemcpyHostToDevice},
+                         {"cudaMallocHost D2H", b.host_out, b.dev_in, cudaMemcpyDeviceToHost}};
+  if (run.measure())
+    for (lab::Copy* copy : {&registered[0], &registered[1], &pinned[0], &pinned[1]})
       measure_copy(*copy, b.bytes, run.repeats);
-  }
   CS_CHECK(cudaHostUnregister(b.pageable.data()));
 
   // A registered buffer is pinned memory: it copies at the rate of a cudaMallocHost buffer.
   constexpr double kRegisteredVsPinned = 0.90, kH200RegisteredVsPinned = 0.95;
-  const char* dir[] = {"h2d", "d2h"};
-  for (int i = 0; i < 2; ++i) {
-    cs::check_or_skip(run.skip, cs::format("registered_vs_pinned_%s", dir[i]),
-                      lab::ratio(registered[i].gbps, pinned[i].gbps), cs::Compare::at_least,
-                      kRegisteredVsPinned, "x",
-                      "registered / cudaMallocHost bandwidth; any GPU; " +
-                          lab::h200_target(">=", kH200RegisteredVsPinned));
-  }
+  lab::check_directions(run.skip, "registered_vs_pinned", cs::Compare::at_least,
+                        kRegisteredVsPinned,
+                        "registered / cudaMallocHost bandwidth; any GPU; " +
+                            lab::h200_target(">=", kH200RegisteredVsPinned),
+                        [&](int i) { return lab::ratio(registered[i].gbps, pinned[i].gbps); });
   // Once registered, the call only queues the DMA, as from cudaMallocHost memory.
   constexpr double kCallAfterVsBefore = 0.10;
   cs::check_or_skip(cs::first_reason({run.skip, run.calls_block}),
                     "registered_async_call_returns_h2d",
                     lab::ratio(registered[0].call_ms, before.call_ms), cs::Compare::at_most,
                     kCallAfterVsBefore, "x", "call time after / before cudaHostRegister");
-  std::printf(
-      "  cudaHostRegister page-locks the vector's pages and maps them for the GPU: from then\n"
-      "  on the driver treats them like cudaMallocHost memory. Registering costs time (every\n"
-      "  page is locked), so register once and reuse; cudaHostUnregister before freeing.\n");
+  std::printf("%s", lab::kRegisterNote);
 }
 
 // The kernel is sized to 0.9 of one chunk's copy: the copy engines pace the pipeline, and the
@@ -282,17 +237,15 @@ void part_register(lab::Buffers& b, const Run& run) {
 constexpr double kKernelShare = 0.9;
 enum class Order { serial, depth_first, breadth_first };
 
-void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) {
+void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const lab::Run& run) {
   const int C = run.chunks, S = run.streams, engines = prop.asyncEngineCount;
   lab::print_shape(b, C, S);
   std::vector<cudaStream_t> streams(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
-  lab::Model m;  // stage times, the kernel's size, the fixed cost of one operation
-  if (run.measure()) {
-    m = lab::measure_model(b, C, engines, run.repeats, kKernelShare, streams[0],
-                           scramble_launcher(b));
-    lab::print_model(m, b, C, engines);
-  }
+  // Stage times, the kernel's size, the fixed cost of one operation (defaults without timing).
+  const lab::Model m =
+      lab::measure_model(b, run, engines, kKernelShare, streams[0], scramble_launcher(b));
+  if (run.measure()) lab::print_model(m, b, C, engines);
   // The pipeline. Chunk c goes to stream c % S (every chunk to stream 0 in the serial run); in
   // its stream its H2D, kernel and D2H run in order, and different streams overlap. Depth-first
   // issues chunk by chunk; breadth-first takes a wave of one chunk per stream and issues its
@@ -302,44 +255,38 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) 
     const int wave = order == Order::breadth_first ? S : 1;
     auto row = [&](int c) { return order == Order::serial ? 0 : c % S; };
     auto on = [&](int c) { return streams[row(c)]; };
-    auto span = [&](int c, const char* kind) {  // drawn on the timeline, when there is one
-      return timeline ? timeline->span(cs::format("stream %d", row(c)), kind, on(c))
-                      : cs::TimelineSpan();
-    };
+    // Each operation drawn on the timeline as it is issued, when there is one.
+    auto span = [&](int c, const char* kind) { return lab::span(timeline, row(c), kind, on(c)); };
     auto at = [&](int c) { return b.begin(c, C); };
-    auto n = [&](int c) { return b.begin(c + 1, C) - b.begin(c, C); };
     for (int first = 0; first < C; first += wave) {
       const int last = std::min(C, first + wave);
       for (int c = first; c < last; ++c) {
         auto drawn = span(c, "H2D");
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at(c), b.host_in + at(c), n(c) * sizeof(std::uint32_t),
-                                 cudaMemcpyHostToDevice, on(c)));
+        CS_CHECK(cudaMemcpyAsync(b.dev_in + at(c), b.host_in + at(c),
+                                 b.size(c, C) * sizeof(std::uint32_t), cudaMemcpyHostToDevice,
+                                 on(c)));
       }
       for (int c = first; c < last; ++c) {
         auto drawn = span(c, "kernel");
-        scramble<<<blocks_for(n(c)), kBlock, 0, on(c)>>>(b.dev_out + at(c), b.dev_in + at(c), n(c),
-                                                         m.iterations, lab::kMultiplier,
-                                                         lab::kIncrement);
+        scramble<<<blocks_for(b.size(c, C)), kBlock, 0, on(c)>>>(
+            b.dev_out + at(c), b.dev_in + at(c), b.size(c, C), m.iterations, lab::kMultiplier,
+            lab::kIncrement);
         CS_CHECK_LAUNCH();
       }
       for (int c = first; c < last; ++c) {
         auto drawn = span(c, "D2H");
         CS_CHECK(cudaMemcpyAsync(b.host_out + at(c), b.dev_out + at(c),
-                                 n(c) * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, on(c)));
+                                 b.size(c, C) * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
+                                 on(c)));
       }
     }
   };
   const char* names[] = {"serial", "depth_first", "breadth_first"};
-  // Each order timed, then run once more on a timeline and checked element by element.
-  const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
+  // Each order timed, then run once more on a timeline and checked element by element against
+  // the CPU's reference (CHECK pipeline_<order>).
   double ms[3] = {};
   cs::TimelineData drawn[3];
-  lab::run_orders(
-      b, streams, run.repeats, run.measure(), issue,
-      [&](int i) {
-        cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
-      },
-      ms, drawn);
+  lab::run_orders(b, streams, run, names, m.iterations, issue, ms, drawn);
   const lab::Bound bound = lab::pipeline_bound(m.stages, C, S, engines, ms[0], m.cost);
   if (run.measure())
     lab::print_bound(bound, C, S, engines), lab::print_orders(names, ms, bound, drawn);
@@ -362,44 +309,31 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) 
                       cs::format("serial / overlapped; asyncEngineCount %d; ", engines) +
                           lab::h200_target(">=", kH200Speedup));
   }
-  std::printf(
-      "  Several streams keep the copy engines and the SMs busy on different chunks at once. Both\n"
-      "  orders give each stream the same work in the same order, so they overlap alike.\n");
-  if (!run.no_overlap.empty() && run.measure()) {
-    std::printf(
-        "  Here, %s:\n  depth-first takes %.2fx and breadth-first %.2fx of the serial time.\n",
-        run.no_overlap.c_str(), lab::ratio(ms[1], ms[0]), lab::ratio(ms[2], ms[0]));
-  }
+  std::printf("%s", lab::kPipelineNote);
+  if (!run.no_overlap.empty() && run.measure()) lab::print_no_overlap(run.no_overlap, ms);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
-void part_chunks(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) {
+void part_chunks(lab::Buffers& b, const cudaDeviceProp& prop, const lab::Run& run) {
   const int S = run.streams, engines = prop.asyncEngineCount;
   std::vector<cudaStream_t> streams(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   // The kernel is sized once, at --chunks: every chunk count below does the same work.
-  lab::Model m;
-  if (run.measure())
-    m = lab::measure_model(b, run.chunks, engines, run.repeats, kKernelShare, streams[0],
-                           scramble_launcher(b));
+  const lab::Model m =
+      lab::measure_model(b, run, engines, kKernelShare, streams[0], scramble_launcher(b));
   // C copies in one stream against one plain cudaMemcpy of all the bytes plus C fixed costs (or
   // the host's time to issue C calls, if longer): chunking costs nothing more than that.
   constexpr double kChunkedVsExpected = 0.85, kH200ChunkedVsExpected = 0.95;
-  const double chunked_ms[2] = {m.stages.h2d_ms, m.stages.d2h_ms};
-  for (int i = 0; i < 2; ++i) {
-    cs::check_or_skip(
-        run.skip, i == 0 ? "chunked_async_rate_h2d" : "chunked_async_rate_d2h",
-        lab::ratio(lab::expected_chunked_copy_ms(m.plain_ms[i], run.chunks, m.cost), chunked_ms[i]),
-        cs::Compare::at_least, kChunkedVsExpected, "x",
-        "stage's rate / (plain cudaMemcpy + C fixed costs); any GPU; " +
-            lab::h200_target(">=", kH200ChunkedVsExpected));
-  }
+  lab::check_directions(run.skip, "chunked_async_rate", cs::Compare::at_least, kChunkedVsExpected,
+                        "stage's rate / (plain cudaMemcpy + C fixed costs); any GPU; " +
+                            lab::h200_target(">=", kH200ChunkedVsExpected),
+                        [&](int i) { return lab::chunked_rate_vs_expected(m, run.chunks, i); });
 
   // The pipeline at C chunks, depth-first over the S streams (all in stream 0 for serial).
   auto issue = [&](int C, bool serial) {
     for (int c = 0; c < C; ++c) {
       cudaStream_t stream = streams[serial ? 0 : c % S];
-      const std::size_t at = b.begin(c, C), n = b.begin(c + 1, C) - at;
+      const std::size_t at = b.begin(c, C), n = b.size(c, C);
       CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof(std::uint32_t),
                                cudaMemcpyHostToDevice, stream));
       scramble<<<blocks_for(n), kBlock, 0, stream>>>(b.dev_out + at, b.dev_in + at, n, m.iterations,
@@ -414,28 +348,20 @@ void part_chunks(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) {
   cs::check_that("chunks_results", sweep.wrong == 0,
                  cs::format("%d of %zu chunk counts differ from the CPU reference", sweep.wrong,
                             sweep.counts.size()));
-  const auto& over = sweep.over_bound;
-  const double worst = over.empty() ? 0 : *std::max_element(over.begin(), over.end());
-  if (run.measure()) {
-    std::printf("  best: %d chunks, %.3f ms; time / bound: median %.2fx, worst %.2fx\n",
-                sweep.counts[sweep.best], sweep.overlapped_ms[sweep.best], cs::median(over), worst);
-  }
+  if (run.measure()) lab::print_best(sweep);
   // The bound includes the fixed cost of every operation, so it holds at every chunk count.
   constexpr double kOverlapVsBound = 1.25, kH200OverlapVsBound = 1.03;
   const std::string bound_skip = cs::first_reason({run.skip, run.no_overlap});
-  cs::check_or_skip(bound_skip, "chunks_bound_worst", worst, cs::Compare::at_most, kOverlapVsBound,
-                    "x",
+  cs::check_or_skip(bound_skip, "chunks_bound_worst", sweep.worst(), cs::Compare::at_most,
+                    kOverlapVsBound, "x",
                     "the worst chunk count's overlapped / bound; any GPU; median " +
                         lab::h200_target("<=", kH200OverlapVsBound));
   // Chunks are what let the stages overlap: the best count beats one chunk by the speedup bar.
   const double speedup_bar = engines >= 2 ? 1.8 : 1.5;
-  cs::check_or_skip(
-      cs::first_reason({bound_skip, lab::speedup_limits(engines, S, 1024)}), "chunks_best_vs_one",
-      over.empty() ? 0 : lab::ratio(sweep.overlapped_ms[0], sweep.overlapped_ms[sweep.best]),
-      cs::Compare::at_least, speedup_bar, "x", "one chunk's time / the best chunk count's");
-  std::printf(
-      "  Few chunks: filling and draining (one chunk's other stages) weigh on the run. Many:\n"
-      "  every call and operation has a fixed cost that small chunks do not hide.\n");
+  cs::check_or_skip(cs::first_reason({bound_skip, lab::speedup_limits(engines, S, 1024)}),
+                    "chunks_best_vs_one", sweep.best_vs_one(), cs::Compare::at_least, speedup_bar,
+                    "x", "one chunk's time / the best chunk count's");
+  std::printf("%s", lab::kChunksNote);
   if (!run.chunks_svg.empty() && run.measure()) lab::write_sweep_svg(run.chunks_svg, b, S, sweep);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
@@ -443,8 +369,7 @@ void part_chunks(lab::Buffers& b, const cudaDeviceProp& prop, const Run& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Run run;
-  int mib = 256;
+  lab::Run run;  // the flags (--mib, --chunks, --streams, ...: see the lab header) and the setup
   cs::Options options("04_pinned_async_pipeline",
                       "Pageable vs pinned copies, cudaHostRegister, and a copy/compute pipeline "
                       "over S streams and C chunks");
@@ -453,43 +378,15 @@ int main(int argc, char** argv) {
                             {"register", "cudaHostRegister pins a buffer you already have"},
                             {"pipeline", "S streams x C chunks against the bound"},
                             {"chunks", "overlapped time against chunk count"}});
-  options.add_int("mib", &mib, 1, 65536,
-                  "data size in MiB: the seed's two halves, the copies and the pipeline's buffer");
-  options.add_int("chunks", &run.chunks, 1, 1024,
-                  "pieces the pipeline cuts the data into (need not divide it)");
-  options.add_int("streams", &run.streams, 1, 64, "streams the chunks are dealt to, round robin");
-  options.add_int("repeats", &run.repeats, 1, 1000,
-                  "timed repeats after one warm-up (the median is reported)");
-  options.add_string("chunks-svg", &run.chunks_svg, "FILE",
-                     "write part chunks' curve (time against chunk count) as an SVG picture");
-  cs::add_common_options(options, &run.common);
+  lab::add_flags(options, &run);
   cs::parse_or_exit(options, argc, argv);
   const cs::LaunchEnvironment env = cs::launch_environment();  // before the first CUDA call
 
   // Every size is checked before the GPU is touched, except what only the device can say.
-  const std::string mib_flag = cs::format("--mib %d", mib);
-  lab::Buffers b;
-  b.bytes = static_cast<std::size_t>(mib) << 20;
-  b.elements = b.bytes / sizeof(std::uint32_t);  // >= 262144: always at least one per chunk
-  lab::require_fits_in_host_memory(4 * b.bytes, mib_flag);
+  lab::Buffers b = lab::sized_buffers(run);  // refuses what host memory cannot hold
   const cudaDeviceProp prop = cs::select_device(run.common.device);
   cs::print_launch_environment(env);
-  cs::require_fits_on_device(2 * b.bytes, mib_flag);
-
-  // Below 32 MiB the copies are too short to time reliably.
-  constexpr int kMinTimedMib = 32;
-  run.skip = cs::first_reason(
-      {run.common.timing_skip_reason(),
-       mib < kMinTimedMib ? cs::format("--mib below %d is too small to time reliably", kMinTimedMib)
-                          : ""});
-  run.calls_block =
-      env.launch_blocking ? "CUDA_LAUNCH_BLOCKING=1: every cudaMemcpyAsync waits for its copy" : "";
-  run.no_overlap = lab::no_overlap_reason(env);
-  std::printf("Data: %s (%zu 4-byte words); timing: %s\n",
-              cs::format_bytes(static_cast<double>(b.bytes)).c_str(), b.elements,
-              run.measure()
-                  ? cs::format("%d repeats after 1 warm-up, medians shown", run.repeats).c_str()
-                  : "off (--no-timing)");
+  lab::prepare_run(run, env, b);  // what fits on the device, why checks skip, the "Data:" line
 
   if (parts.begin("seed")) part_seed(b.elements);
   if (parts.chosen() == "seed") return cs::finish();
@@ -498,8 +395,7 @@ int main(int argc, char** argv) {
   CS_CHECK(cudaMalloc(&b.dev_in, b.bytes));
   CS_CHECK(cudaMalloc(&b.dev_out, b.bytes));
   CS_CHECK(cudaMemset(b.dev_out, 0, b.bytes));
-  b.pageable.resize(b.elements);
-  for (std::size_t i = 0; i < b.elements; ++i) b.host_in[i] = b.pageable[i] = lab::input_word(i);
+  lab::fill_inputs(b);  // the same input words in host_in (pinned) and pageable
 
   if (parts.begin("pinned")) part_pinned(b, run);
   if (parts.begin("register")) part_register(b, run);

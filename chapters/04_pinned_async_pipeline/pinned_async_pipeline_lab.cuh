@@ -1,8 +1,9 @@
 // Chapter 04's measurement machinery: a reader may skip this file.
 //
-// What is here is not the lesson: the buffers the parts share, the CPU reference, timing the
-// stages of the pipeline alone, warming the clocks and calibrating the kernel, measuring the
-// fixed cost of one operation, the bound model, reading a timeline, and a small SVG line chart.
+// What is here is not the lesson: the flags and the setup they need, the buffers the parts
+// share, the CPU reference, timing the stages of the pipeline alone, warming the clocks and
+// calibrating the kernel, measuring the fixed cost of one operation, the bound model, reading a
+// timeline, the tables and the words the parts print, and a small SVG line chart.
 // The calls the chapter teaches (cudaMallocHost, cudaHostRegister, cudaMemcpyAsync, the kernel
 // launch into a stream) are written out in pinned_async_pipeline.cu.
 #pragma once
@@ -57,6 +58,64 @@ inline std::string h200_target(const char* op, double value) {
   return cs::format("H200 target %s %.2fx", op, value);
 }
 
+// The chapter's flags, and what every part needs from them and from the environment.
+struct Run {
+  int mib = 256, chunks = 32, streams = 4, repeats = 5;
+  std::string chunks_svg;
+  cs::CommonOptions common;
+  std::string skip;         // why every timed check is skipped here ("" when they run)
+  std::string calls_block;  // why an asynchronous copy cannot return before its copy is done
+  std::string no_overlap;   // why streams issued from this thread cannot overlap as they should
+  bool measure() const { return !common.no_timing; }
+};
+
+inline void add_flags(cs::Options& options, Run* run) {
+  options.add_int("mib", &run->mib, 1, 65536,
+                  "data size in MiB: the seed's two halves, the copies and the pipeline's buffer");
+  options.add_int("chunks", &run->chunks, 1, 1024,
+                  "pieces the pipeline cuts the data into (need not divide it)");
+  options.add_int("streams", &run->streams, 1, 64, "streams the chunks are dealt to, round robin");
+  options.add_int("repeats", &run->repeats, 1, 1000,
+                  "timed repeats after one warm-up (the median is reported)");
+  options.add_string("chunks-svg", &run->chunks_svg, "FILE",
+                     "write part chunks' curve (time against chunk count) as an SVG picture");
+  cs::add_common_options(options, &run->common);
+}
+
+// check_or_skip() of `<name>_h2d`, then of `<name>_d2h`, in "x": value(i) is [0] H2D, [1] D2H.
+template <class Value>
+void check_directions(const std::string& skip, const std::string& name, cs::Compare compare,
+                      double bar, const std::string& why, Value&& value) {
+  const char* dir[] = {"h2d", "d2h"};
+  for (int i = 0; i < 2; ++i)
+    cs::check_or_skip(skip, name + "_" + dir[i], value(i), compare, bar, "x", why);
+}
+
+// The words each part prints after its checks (the lesson's conclusions).
+const char* const kSeedNote =
+    "  Each stream's copy in, kernel and copy back run in order; the two streams are\n"
+    "  independent, so stream 1's copy in can overlap stream 0's kernel.\n";
+const char* const kStagingNote =
+    "  Pageable memory can be paged out, so the DMA engine cannot read it directly: the\n"
+    "  driver first copies it, piece by piece, into a pinned staging buffer.\n";
+const char* const kAsyncCallNote =
+    "  From pageable memory cudaMemcpyAsync is asynchronous in name only: the host is busy\n"
+    "  staging the data (H2D) or waits for it to arrive (D2H). From pinned memory the call\n"
+    "  only queues the DMA and returns, and the host is free while the copy runs.\n";
+const char* const kLaunchBlockingNote =
+    "  Under CUDA_LAUNCH_BLOCKING=1 the pinned call waits for its copy too (call/copy near 1\n"
+    "  above): the debugging setting takes away what pinned memory gives.\n";
+const char* const kRegisterNote =
+    "  cudaHostRegister page-locks the vector's pages and maps them for the GPU: from then\n"
+    "  on the driver treats them like cudaMallocHost memory. Registering costs time (every\n"
+    "  page is locked), so register once and reuse; cudaHostUnregister before freeing.\n";
+const char* const kPipelineNote =
+    "  Several streams keep the copy engines and the SMs busy on different chunks at once. Both\n"
+    "  orders give each stream the same work in the same order, so they overlap alike.\n";
+const char* const kChunksNote =
+    "  Few chunks: filling and draining (one chunk's other stages) weigh on the run. Many:\n"
+    "  every call and operation has a fixed cost that small chunks do not hide.\n";
+
 // Two pinned buffers, a pageable one and the CPU reference must fit in host memory: refuse sizes
 // that would take more than half of it, before anything is allocated.
 inline void require_fits_in_host_memory(std::size_t bytes, const std::string& what) {
@@ -84,7 +143,85 @@ struct Buffers {
   std::size_t begin(int c, int chunks) const {
     return elements * static_cast<std::size_t>(c) / static_cast<std::size_t>(chunks);
   }
+  std::size_t size(int c, int chunks) const { return begin(c + 1, chunks) - begin(c, chunks); }
 };
+
+// The buffers' sizes from --mib (262144 elements or more: at least one per chunk); exits 2,
+// before the GPU is touched, when host memory cannot hold them.
+inline Buffers sized_buffers(const Run& run) {
+  Buffers b;
+  b.bytes = static_cast<std::size_t>(run.mib) << 20;
+  b.elements = b.bytes / sizeof(std::uint32_t);
+  require_fits_in_host_memory(4 * b.bytes, cs::format("--mib %d", run.mib));
+  return b;
+}
+
+// Why streams issued from this thread cannot overlap as the bound assumes, or "".
+inline std::string no_overlap_reason(const cs::LaunchEnvironment& env) {
+  if (env.launch_blocking) return cs::no_overlap_reason(env);
+  if (env.max_connections >= 3) return "";
+  return cs::format(
+      "CUDA_DEVICE_MAX_CONNECTIONS=%d: the streams share %d hardware queue%s, so an operation "
+      "that waits for its stream holds up the streams behind it",
+      env.max_connections, env.max_connections, env.max_connections == 1 ? "" : "s");
+}
+
+// Once the device is chosen: exits 2 when it cannot hold the buffers, sets why checks skip, and
+// prints the "Data:" line.
+inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const Buffers& b) {
+  cs::require_fits_on_device(2 * b.bytes, cs::format("--mib %d", run.mib));
+  // Below 32 MiB the copies are too short to time reliably.
+  constexpr int kMinTimedMib = 32;
+  run.skip = cs::first_reason(
+      {run.common.timing_skip_reason(),
+       run.mib < kMinTimedMib
+           ? cs::format("--mib below %d is too small to time reliably", kMinTimedMib)
+           : ""});
+  run.calls_block =
+      env.launch_blocking ? "CUDA_LAUNCH_BLOCKING=1: every cudaMemcpyAsync waits for its copy" : "";
+  run.no_overlap = lab::no_overlap_reason(env);
+  std::printf("Data: %s (%zu 4-byte words); timing: %s\n",
+              cs::format_bytes(static_cast<double>(b.bytes)).c_str(), b.elements,
+              run.measure()
+                  ? cs::format("%d repeats after 1 warm-up, medians shown", run.repeats).c_str()
+                  : "off (--no-timing)");
+}
+
+// The same input words in host_in (pinned) and in the pageable vector.
+inline void fill_inputs(Buffers& b) {
+  b.pageable.resize(b.elements);
+  for (std::size_t i = 0; i < b.elements; ++i) b.host_in[i] = b.pageable[i] = input_word(i);
+}
+
+// One copy of parts pinned and register, and its times: cudaMemcpy's bandwidth, the host's time
+// inside one cudaMemcpyAsync, and that copy's time on the GPU.
+struct Copy {
+  const char* name;
+  void* dst;
+  const void* src;
+  cudaMemcpyKind kind;
+  double gbps = 0, call_ms = 0, copy_ms = 0;
+};
+const char* const kCopyHeader =
+    "  copy             cudaMemcpy      one cudaMemcpyAsync: inside the call  the copy  "
+    "call/copy\n";
+inline void print_copy(const Copy& copy) {
+  std::printf("    %-16s %8.1f GB/s   %11.3f ms   %11.3f ms   %8.3f\n", copy.name, copy.gbps,
+              copy.call_ms, copy.copy_ms, ratio(copy.call_ms, copy.copy_ms));
+}
+
+// cudaPointerGetAttributes' memory type before and after cudaHostRegister, in words.
+inline std::string memory_types(const cudaPointerAttributes& was, const cudaPointerAttributes& is) {
+  return cs::format("cudaPointerGetAttributes type: %s before, %s after",
+                    was.type == cudaMemoryTypeUnregistered ? "unregistered" : "other",
+                    is.type == cudaMemoryTypeHost ? "host (pinned)" : "other");
+}
+
+// A span of `kind` in `stream` on the row "stream <row>" of `timeline`; none without a timeline.
+inline cs::TimelineSpan span(cs::Timeline* timeline, int row, const char* kind,
+                             cudaStream_t stream) {
+  return timeline ? timeline->span(cs::format("stream %d", row), kind, stream) : cs::TimelineSpan();
+}
 
 // Launches the pipeline's kernel on elements [begin, begin + count) with `iterations` steps.
 using Launch =
@@ -121,18 +258,15 @@ class ForkJoin {
 // Every chunk's copy in one direction, all in one stream: the stage's total time alone.
 inline double copies_alone_ms(const Buffers& b, int chunks, cudaMemcpyKind kind,
                               cudaStream_t stream, int repeats) {
+  const bool h2d = kind == cudaMemcpyHostToDevice;  // host_in -> dev_in, else dev_out -> host_out
   return cs::time_on_stream_ms(stream, kWarmup, repeats,
                                [&] {
                                  for (int c = 0; c < chunks; ++c) {
                                    const std::size_t at = b.begin(c, chunks),
-                                                     n = b.begin(c + 1, chunks) - at;
-                                   if (kind == cudaMemcpyHostToDevice) {
-                                     CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at,
-                                                              n * sizeof *b.dev_in, kind, stream));
-                                   } else {
-                                     CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at,
-                                                              n * sizeof *b.dev_in, kind, stream));
-                                   }
+                                                     bytes = b.size(c, chunks) * sizeof *b.dev_in;
+                                   CS_CHECK(cudaMemcpyAsync(h2d ? b.dev_in + at : b.host_out + at,
+                                                            h2d ? b.host_in + at : b.dev_out + at,
+                                                            bytes, kind, stream));
                                  }
                                })
       .median;
@@ -156,7 +290,7 @@ inline BothWays copies_both_ways_ms(const Buffers& b, int chunks, cudaStream_t u
     CS_CHECK(cudaEventRecord(start, up));
     CS_CHECK(cudaStreamWaitEvent(down, start, 0));
     for (int c = 0; c < chunks; ++c) {  // interleaved, so that both streams start together
-      const std::size_t at = b.begin(c, chunks), n = b.begin(c + 1, chunks) - at;
+      const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks);
       CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof *b.dev_in,
                                cudaMemcpyHostToDevice, up));
       CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof *b.dev_in,
@@ -182,11 +316,9 @@ inline double kernels_alone_ms(const Buffers& b, int chunks, int iterations, cud
                                int repeats, const Launch& launch) {
   return cs::time_on_stream_ms(stream, kWarmup, repeats,
                                [&] {
-                                 for (int c = 0; c < chunks; ++c) {
-                                   launch(b.begin(c, chunks),
-                                          b.begin(c + 1, chunks) - b.begin(c, chunks), iterations,
+                                 for (int c = 0; c < chunks; ++c)
+                                   launch(b.begin(c, chunks), b.size(c, chunks), iterations,
                                           stream);
-                                 }
                                })
       .median;
 }
@@ -216,9 +348,9 @@ inline int calibrate_iterations(const Buffers& b, int chunks, cudaStream_t strea
                                 const Launch& launch) {
   int iterations = 1024;
   for (int round = 0; round < 3; ++round) {
-    const double ms = kernels_alone_ms(b, 1, iterations, stream, 5, [&](auto, auto, int n, auto s) {
-      launch(0, b.begin(1, chunks), n, s);
-    });
+    const double ms = cs::time_on_stream_ms(stream, kWarmup, 5, [&] {
+                        launch(0, b.size(0, chunks), iterations, stream);
+                      }).median;
     const double scaled = ms > 0 ? iterations * target_ms / ms : 1 << 20;
     iterations = static_cast<int>(std::min<double>(1 << 20, std::max(1.0, std::round(scaled))));
   }
@@ -309,13 +441,15 @@ struct Model {
   OpCosts cost;             // per operation
 };
 
-// Times the copies of a C-chunk pipeline, sizes the kernel so that one chunk's kernel takes
-// `kernel_share` of one chunk's copy as it runs inside the pipeline (both directions at once
-// where two copy engines allow it, else the two in turn), then times the kernel stage and the
-// fixed cost of one operation.
-inline Model measure_model(const Buffers& b, int chunks, int engines, int repeats,
-                           double kernel_share, cudaStream_t up, const Launch& launch) {
+// Times the copies of a C-chunk pipeline (C = --chunks), sizes the kernel so that one chunk's
+// kernel takes `kernel_share` of one chunk's copy as it runs inside the pipeline (both directions
+// at once where two copy engines allow it, else the two in turn), then times the kernel stage and
+// the fixed cost of one operation.
+inline Model measure_model(const Buffers& b, const Run& run, int engines, double kernel_share,
+                           cudaStream_t up, const Launch& launch) {
   Model m;
+  if (!run.measure()) return m;  // the defaults: nothing is timed
+  const int chunks = run.chunks, repeats = run.repeats;
   cudaStream_t down;
   CS_CHECK(cudaStreamCreate(&down));
   for (int i = 0; i < 2; ++i) {
@@ -339,6 +473,12 @@ inline Model measure_model(const Buffers& b, int chunks, int engines, int repeat
   m.cost = measure_op_costs(b, chunk_bytes, gb_per_s(b.bytes, m.plain_ms[0]), up, launch);
   CS_CHECK(cudaStreamDestroy(down));
   return m;
+}
+
+// The chunked copies' stage (all C in one stream) against that expectation: [0] H2D, [1] D2H.
+inline double chunked_rate_vs_expected(const Model& m, int chunks, int i) {
+  return ratio(expected_chunked_copy_ms(m.plain_ms[i], chunks, m.cost),
+               i == 0 ? m.stages.h2d_ms : m.stages.d2h_ms);
 }
 
 inline void print_model(const Model& m, const Buffers& b, int chunks, int engines) {
@@ -539,16 +679,6 @@ inline std::string speedup_limits(int engines, int streams, int chunks) {
   return "";
 }
 
-// Why streams issued from this thread cannot overlap as the bound assumes, or "".
-inline std::string no_overlap_reason(const cs::LaunchEnvironment& env) {
-  if (env.launch_blocking) return cs::no_overlap_reason(env);
-  if (env.max_connections >= 3) return "";
-  return cs::format(
-      "CUDA_DEVICE_MAX_CONNECTIONS=%d: the streams share %d hardware queue%s, so an operation "
-      "that waits for its stream holds up the streams behind it",
-      env.max_connections, env.max_connections, env.max_connections == 1 ? "" : "s");
-}
-
 inline void print_orders(const char* const* names, const double* ms, const Bound& bound,
                          const cs::TimelineData* drawn) {
   std::printf("  order            time ms   speedup over serial   time / bound   all 3 busy\n");
@@ -560,28 +690,26 @@ inline void print_orders(const char* const* names, const double* ms, const Bound
   std::printf("  (the last column is read off the timeline runs below)\n");
 }
 
-// One row of part chunks' table; the header with row < 0.
-inline void print_sweep_row(int row, const Buffers& b, int chunks, double serial_ms,
-                            double overlapped_ms, const Bound& bound) {
-  if (row < 0) {
-    std::printf(
-        "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
-    return;
-  }
+// One row of part chunks' table.
+inline void print_sweep_row(const Buffers& b, int chunks, double serial_ms, double overlapped_ms,
+                            const Bound& bound) {
   std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", chunks,
               cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(), serial_ms, overlapped_ms,
               bound.ms(), bound.pacer(), ratio(overlapped_ms, bound.ms()));
 }
 
-// Times the pipeline in each of the three orders (the median of the repeats; skipped when
-// `measure` is false), then runs each order once more on a timeline, and calls check(order).
-// issue(order, timeline) queues the whole pipeline in that order (timeline may be null).
-template <class Issue, class Check>
-void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, int repeats,
-                bool measure, Issue&& issue, Check&& check, double* ms, cs::TimelineData* drawn) {
+// Times the pipeline in each of the three orders (the median of the repeats, when timing is on),
+// then runs each order once more on a timeline and checks its output against the CPU's
+// (CHECK pipeline_<names[order]>). issue(order, timeline) queues the whole pipeline in that
+// order (timeline may be null).
+template <class Issue>
+void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, const Run& run,
+                const char* const* names, int iterations, Issue&& issue, double* ms,
+                cs::TimelineData* drawn) {
+  const std::vector<std::uint32_t> want = expected_output(b.elements, iterations);
   ForkJoin fork_join(streams.size());  // so that events on streams[0] see all streams
-  for (int i = 0; i < 3 && measure; ++i) {
-    ms[i] = cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] {
+  for (int i = 0; i < 3 && run.measure(); ++i) {
+    ms[i] = cs::time_on_stream_ms(streams[0], kWarmup, run.repeats, [&] {
               fork_join.fork(streams), issue(i, nullptr), fork_join.join(streams);
             }).median;
   }
@@ -592,7 +720,7 @@ void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, int 
     fork_join.fork(streams), issue(i, &timeline), fork_join.join(streams);
     drawn[i] = timeline.collect();
     CS_CHECK(cudaDeviceSynchronize());
-    check(i);
+    cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
   }
 }
 
@@ -605,6 +733,14 @@ struct Sweep {
   std::vector<double> overlapped_ms, bound_ms, over_bound;
   int wrong = 0;         // chunk counts whose output differs from the CPU reference
   std::size_t best = 0;  // index of the fastest chunk count
+  // The worst chunk count's overlapped / bound, and one chunk's time / the best count's (0 when
+  // nothing was timed).
+  double worst() const {
+    return over_bound.empty() ? 0 : *std::max_element(over_bound.begin(), over_bound.end());
+  }
+  double best_vs_one() const {
+    return over_bound.empty() ? 0 : ratio(overlapped_ms[0], overlapped_ms[best]);
+  }
 };
 template <class Issue>
 Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& streams, int engines,
@@ -615,7 +751,9 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
   cudaStream_t down;  // a second stream, for the copies of both directions at once
   CS_CHECK(cudaStreamCreate(&down));
   const std::vector<std::uint32_t> want = expected_output(b.elements, m.iterations);
-  if (measure) print_sweep_row(-1, b, 0, 0, 0, {});
+  if (measure)
+    std::printf(
+        "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
   for (int c = 1; c <= 1024; c *= 2) {
     clear_outputs(b);
     if (measure) {
@@ -631,7 +769,7 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
           pipeline_bound(st, c, static_cast<int>(streams.size()), engines, serial, m.cost);
       sweep.bound_ms.push_back(bound.ms());
       sweep.over_bound.push_back(ratio(sweep.overlapped_ms.back(), bound.ms()));
-      print_sweep_row(0, b, c, serial, sweep.overlapped_ms.back(), bound);
+      print_sweep_row(b, c, serial, sweep.overlapped_ms.back(), bound);
       if (sweep.overlapped_ms.back() < sweep.overlapped_ms[sweep.best])
         sweep.best = sweep.overlapped_ms.size() - 1;
     } else {
@@ -657,6 +795,18 @@ inline void write_sweep_svg(const std::string& path, const Buffers& b, int strea
                                {"bound", "#ff7f0e", sweep.bound_ms}}),
              "--chunks-svg");
   std::printf("  Curve written to %s\n", path.c_str());
+}
+
+inline void print_best(const Sweep& s) {
+  std::printf("  best: %d chunks, %.3f ms; time / bound: median %.2fx, worst %.2fx\n",
+              s.counts[s.best], s.overlapped_ms[s.best], cs::median(s.over_bound), s.worst());
+}
+
+// Part pipeline's closing words where the streams cannot overlap as the bound assumes.
+inline void print_no_overlap(const std::string& reason, const double* ms) {
+  std::printf(
+      "  Here, %s:\n  depth-first takes %.2fx and breadth-first %.2fx of the serial time.\n",
+      reason.c_str(), ratio(ms[1], ms[0]), ratio(ms[2], ms[0]));
 }
 
 inline void print_shape(const Buffers& b, int chunks, int streams) {
