@@ -153,12 +153,14 @@ inline void add_spans(cs::TimelineData& data, const std::vector<KernelRecord>& r
   }
 }
 
-// The number of turns `count` independent one-kernel streams may have to take: one when every
-// stream has a hardware queue of its own, ceil(count / connections) when queues are shared,
-// `count` when the device runs one kernel at a time.
+// The number of turns `count` independent one-kernel streams must take: `count` when the device
+// runs one kernel at a time, else one. A hardware queue dispatches the next kernel as soon as the
+// one before it has been dispatched when nothing orders them, so shared queues do not make
+// independent kernels take turns (on the H200: 8 kernels on 1 queue, and 32 on 8 queues, all ran
+// at once); only a kernel that must wait holds its queue (part connections). `count` stays far
+// below the 128 kernels a device of compute capability 7.0 or newer runs at once.
 inline int turns(const Setup& setup, int count) {
-  if (!setup.concurrent_kernels()) return count;
-  return (count + setup.connections() - 1) / setup.connections();
+  return setup.concurrent_kernels() ? 1 : count;
 }
 
 // Streams per hardware queue when `streams` streams are dealt out over the queues in turn.
@@ -209,9 +211,9 @@ inline std::string false_dependency_why(double share, double predicted, int shar
 // The words beside a bar that is a share of the ideal speedup.
 inline std::string ideal_why(double share, double ideal, int kernels, int turns_needed,
                              const Setup& setup, double issue_ms) {
-  return cs::format("%.2f x ideal %.2fx: %d kernels in %d turn%s on %d queues%s, %.3f ms to issue",
+  return cs::format("%.2f x ideal %.2fx: %d kernels in %d turn%s on %d queue%s%s, %.3f ms to issue",
                     share, ideal, kernels, turns_needed, turns_needed == 1 ? "" : "s",
-                    setup.connections(),
+                    setup.connections(), setup.connections() == 1 ? "" : "s",
                     setup.concurrent_kernels() ? "" : " (concurrentKernels = 0)", issue_ms);
 }
 
@@ -489,9 +491,9 @@ inline void explain_concurrency(const Setup& setup) {
   }
   if (setup.connections() == 1) {
     std::printf(
-        "  With one hardware queue the launches reach the GPU in issue order; the bar "
-        "allows one turn per\n  kernel, yet independent kernels queued back to back may "
-        "still start together.\n");
+        "  With one hardware queue the launches reach the GPU in issue order, yet these "
+        "kernels still ran\n  together: nothing orders them, so the queue starts each one "
+        "as soon as the one before has started.\n");
   }
 }
 

@@ -311,6 +311,7 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const lab::Run& 
   }
   std::printf("%s", lab::kPipelineNote);
   if (!run.no_overlap.empty() && run.measure()) lab::print_no_overlap(run.no_overlap, ms);
+  lab::print_one_queue(run.env);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
