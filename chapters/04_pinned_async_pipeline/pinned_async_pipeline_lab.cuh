@@ -616,22 +616,31 @@ inline std::string render_curve_svg(const std::string& title, const std::vector<
   double top_ms = 0;
   for (const Curve& curve : curves)
     for (double v : curve.ms) top_ms = std::max(top_ms, v);
-  top_ms = top_ms > 0 ? top_ms * 1.1 : 1;
+  // Round ticks: a step of 1, 2, 2.5 or 5 times a power of ten, at most five intervals.
+  const double raw_step = top_ms > 0 ? top_ms / 5 : 0.2;
+  const double power = std::pow(10.0, std::floor(std::log10(raw_step)));
+  double step = 10 * power;
+  for (double mantissa : {5.0, 2.5, 2.0, 1.0}) {
+    if (mantissa * power >= raw_step) step = mantissa * power;
+  }
+  const int intervals = static_cast<int>(std::ceil(top_ms / step - 1e-9));
+  top_ms = std::max(1, intervals) * step;
   const double plot_w = width - left - right, plot_h = height - top - bottom;
   auto px = [&](std::size_t i) {
     return left + (xs.size() > 1 ? plot_w * i / (xs.size() - 1) : plot_w / 2);
   };
   auto py = [&](double ms) { return top + plot_h * (1 - ms / top_ms); };
   std::string svg = cs::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
-      "fill=\"white\"/>\n<text x=\"%.0f\" y=\"22\" font-size=\"14\">%s</text>\n",
-      width, height, left, title.c_str());
-  for (int t = 0; t <= 4; ++t) {  // the time axis: five ticks and grid lines
-    const double ms = top_ms * t / 4, y = py(ms);
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%%\" viewBox=\"0 0 %.0f %.0f\" "
+      "style=\"max-width:%.0fpx;height:auto\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"22\" font-size=\"14\">%s</text>\n",
+      width, height, width, left, title.c_str());
+  for (int t = 0; t * step <= top_ms + 1e-9; ++t) {  // the time axis: round ticks, grid lines
+    const double ms = t * step, y = py(ms);
     svg += cs::format(
         "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-        "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n",
+        "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
         left, y, left + plot_w, y, left - 6, y + 4, ms);
   }
   for (std::size_t i = 0; i < xs.size(); ++i) {
