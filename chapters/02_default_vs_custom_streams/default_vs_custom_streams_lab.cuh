@@ -163,6 +163,20 @@ inline int turns(const Setup& setup, int count) {
   return setup.concurrent_kernels() ? 1 : count;
 }
 
+// The turns `threads` host threads take to launch when each needs a core: one core stays with
+// the thread that times them, and past the rest the threads wait for a core (on the H200's
+// 16-core host, 16 threads launched in two turns).
+inline int host_turns(int threads) {
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  return (threads + cores - 1) / cores;
+}
+
+// "; N host threads on M cores" when the cores, not the queues, set the turns; else "".
+inline std::string cores_note(int threads) {
+  if (host_turns(threads) == 1) return "";
+  return cs::format("; %d host threads on %u cores", threads, std::thread::hardware_concurrency());
+}
+
 // Streams per hardware queue when `streams` streams are dealt out over the queues in turn.
 inline int streams_per_queue(const Setup& setup, int streams) {
   return (streams + setup.connections() - 1) / setup.connections();
