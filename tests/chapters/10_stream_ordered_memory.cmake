@@ -5,9 +5,12 @@ chapter_test(NAME results ARGS --no-timing
              MATCH "CHECK pool_counters_while_allocated: .* PASS"
                    "CHECK pool_counters_after_free: .* PASS"
                    "CHECK created_pool_keeps_memory: .* PASS"
+                   "CHECK trim_gives_memory_back: .* PASS"
+                   "CHECK kept_pool_cycle_cost: skipped \\(--no-timing was given\\)"
                    "CHECK other_stream_frees: 0 of [0-9]+ values differ.* PASS"
                    "CHECK owner_frees_after_event: 0 of [0-9]+ values differ.* PASS"
                    "CHECK pool_empty_after_two_streams: .* PASS"
+                   "CHECK issued_while_producer_ran: skipped \\(--no-timing was given\\)"
                    "All [0-9]+ checks passed"
              NO_MATCH "FAIL"
              LABELS gpu)
@@ -19,10 +22,84 @@ chapter_test(NAME results.trace ARGS --no-timing --trace ${CMAKE_CURRENT_BINARY_
              MATCH "Trace written to .*stream_ordered_memory_trace.json" LABELS gpu)
 
 # Timing: a pool that keeps its memory makes an allocate/free cycle at most half as costly as
-# cudaMalloc/cudaFree; the threshold-0 cost is printed beside it.
+# cudaMalloc/cudaFree; the threshold-0 cost is printed beside it. The host issues part streams'
+# work while the producer still runs.
 chapter_test(NAME timing.cycle_cost
-             MATCH "CHECK kept_pool_cycle_cost: .* PASS" "threshold 0 " "UINT64_MAX "
+             MATCH "CHECK kept_pool_cycle_cost: .* <= 0\\.50x .* PASS" "threshold 0 " "UINT64_MAX "
+                   "CHECK issued_while_producer_ran: .* <= 0\\.50x .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL"
              LABELS gpu timing)
+
+# One test per part of the lesson (--part NAME).
+chapter_test(NAME part.counters LABELS gpu ARGS --part counters
+             MATCH "== Part 1 of 4: counters" "CHECK pool_counters_while_allocated: .* PASS"
+                   "CHECK pool_counters_after_free: .* PASS" "All 2 checks passed"
+             NO_MATCH "FAIL" "== Part 2")
+chapter_test(NAME part.keep LABELS gpu ARGS --part keep
+             MATCH "== Part 2 of 4: keep" "CHECK created_pool_keeps_memory: .* PASS"
+                   "CHECK trim_gives_memory_back: .* PASS" "All 2 checks passed"
+             NO_MATCH "FAIL" "== Part 1" "== Part 3")
+chapter_test(NAME part.cost LABELS gpu timing ARGS --part cost
+             MATCH "== Part 3 of 4: cost" "CHECK kept_pool_cycle_cost: .* <= 0\\.50x .* PASS"
+                   "All 1 checks passed"
+             NO_MATCH "FAIL" "== Part 2" "== Part 4")
+chapter_test(NAME part.streams LABELS gpu timing ARGS --part streams
+             MATCH "== Part 4 of 4: streams" "CHECK other_stream_frees: 0 of 1048576 values differ"
+                   "CHECK owner_frees_after_event: 0 of 1048576 values differ"
+                   "CHECK pool_empty_after_two_streams: .* PASS"
+                   "CHECK issued_while_producer_ran: .* <= 0\\.50x .* PASS" "All 4 checks passed"
+             NO_MATCH "FAIL" "== Part 3")
+
+# The commands the lesson suggests ("Try:" and "What to try next").
+chapter_test(NAME try.odd_bytes LABELS gpu ARGS --part counters --bytes 1000001
+             MATCH "CHECK pool_counters_while_allocated: .* PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME try.keep_1g LABELS gpu ARGS --part keep --bytes 1G
+             MATCH "CHECK created_pool_keeps_memory: .* reserved 1\\.0 GiB kept .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME try.small_blocks LABELS gpu timing ARGS --part cost --bytes 4K
+             MATCH "allocate 4\\.0 KiB"
+                   "CHECK kept_pool_cycle_cost: (.* PASS|skipped \\(cudaMalloc of 4\\.0 KiB mapped no new memory)"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME try.large_blocks LABELS gpu timing ARGS --part cost --bytes 1G --cycles 20
+             MATCH "allocate 1\\.0 GiB" "CHECK kept_pool_cycle_cost: .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME try.threshold_32m LABELS gpu timing ARGS --part cost --threshold 32M
+             MATCH "threshold 32\\.0 MiB" "CHECK kept_pool_cycle_cost: .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME try.many_elements LABELS gpu timing ARGS --part streams --elements 16777216
+             MATCH "CHECK other_stream_frees: 0 of 16777216 values differ"
+                   "CHECK owner_frees_after_event: 0 of 16777216 values differ"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+
+# The launch environments users run under: every check passes or says why it is skipped.
+chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
+                   "Under CUDA_LAUNCH_BLOCKING=1 each cycle's touch launch waited for its kernel"
+                   "CHECK kept_pool_cycle_cost: .* PASS"
+                   "CHECK other_stream_frees: 0 of 1048576 values differ"
+                   "CHECK owner_frees_after_event: 0 of 1048576 values differ"
+                   "CHECK issued_while_producer_ran: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+                   "Under CUDA_LAUNCH_BLOCKING=1 the producer had finished before the host issued"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "One hardware queue: B's waits sit in the queue that A's work also uses"
+                   "CHECK kept_pool_cycle_cost: .* PASS"
+                   "CHECK other_stream_frees: 0 of 1048576 values differ"
+                   "CHECK owner_frees_after_event: 0 of 1048576 values differ"
+                   "CHECK issued_while_producer_ran: .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "skipped")
+chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
+             MATCH "--part expects one of all, counters, keep, cost, streams, got 'nosuch'")
 
 # Every flag's validation: exit 2 and a message naming the flag and its range; nothing runs.
 function(ch10_rejects name message)
@@ -52,5 +129,8 @@ ch10_rejects(elements_too_big "--elements expects an integer from 1 to 67108864,
              --elements 67108865)
 ch10_rejects(no_timing_with_value "--no-timing takes no value, got 'yes'" --no-timing=yes)
 ch10_rejects(device_too_big "--device expects an integer from 0 to 1023, got '1024'" --device 1024)
+chapter_bad_values(FLAG threshold
+                   EXPECT "--threshold expects a whole number from 0 to 17179869184.*got '<value>'"
+                   CASES negative=-1 not_a_number=lots bad_suffix=32MB too_big=17G)
 
-chapter_sanitizer_tests(ARGS --bytes 1M --elements 4096)
+chapter_sanitizer_tests(ARGS --bytes 1M --elements 4096 --cycles 2)
