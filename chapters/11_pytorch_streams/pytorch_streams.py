@@ -17,6 +17,7 @@ Exit status: 0 every check passed, 1 a check failed, 2 bad command line, 77 cann
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -32,6 +33,13 @@ MATMUL_TOLERANCE = 1e-4
 SKIP_EXIT = 77
 NORMAL_SIDE = 100  # the seed's torch.empty((100, 100))
 REUSE_ELEMENTS = 4 * 1024 * 1024  # 16 MiB of floats: a cache segment of its own
+
+PARTS = ["streams", "seeds", "serialize", "matmul", "race", "record", "priorities", "devices",
+         "capture"]
+STEPS_PER_BRANCH = 8  # elementwise steps on each stream in the captured fork/join: 2 kernels each
+CAPTURE_ELEMENTS = 1 << 14
+LAUNCH_BLOCKING = False
+ONE_QUEUE = False
 
 checks_run = 0
 checks_failed = 0
@@ -88,9 +96,26 @@ def parse_arguments():
                         help="milliseconds of torch.cuda._sleep that stand for slow work (default: 10)")
     parser.add_argument("--repeats", type=bounded_int(1, 100), default=10,
                         help="timed repeats of the two-stream example (default: 10)")
+    parser.add_argument("--replays", type=bounded_int(1, 10000), default=200,
+                        help="iterations timed eagerly and as graph replays (default: 200)")
+    parser.add_argument("--part", choices=["all"] + PARTS, default="all",
+                        help="run one part of the lesson (default: all)")
     parser.add_argument("--no-timing", action="store_true",
                         help="verify the results but skip the timing checks")
     return parser.parse_args()
+
+
+def launch_environment():
+    """CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS, read before CUDA starts."""
+    blocking = os.environ.get("CUDA_LAUNCH_BLOCKING", "0") == "1"
+    connections = int(os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8") or 8)
+    if blocking:
+        print("Environment: CUDA_LAUNCH_BLOCKING=1: every launch and asynchronous copy waits for its "
+              "work to finish, so\n             one host thread cannot keep two streams busy at once.")
+    if "CUDA_DEVICE_MAX_CONNECTIONS" in os.environ:
+        print(f"Environment: CUDA_DEVICE_MAX_CONNECTIONS={connections}: the streams share {connections} "
+              f"hardware work queue{' (issue order is run order)' if connections == 1 else 's'}.")
+    return blocking, connections
 
 
 class Spinner:
@@ -123,7 +148,6 @@ def handle_text(stream):
 
 
 def current_and_pool_streams(torch):
-    print("\n== 1. Current stream, default stream, streams from the pool (chapter 02) ==")
     default_stream = torch.cuda.default_stream()
     current = torch.cuda.current_stream()
     custom = torch.cuda.Stream()
@@ -146,7 +170,6 @@ def current_and_pool_streams(torch):
 
 
 def small_tensor_seeds(torch):
-    print("\n== 2. t1 + t2 and t1 * t2 in a stream (chapters 02 and 05) ==")
     stream = torch.cuda.Stream()
     t1 = torch.tensor([1, 2, 3, 4, 5], device="cuda")  # made on the default stream
     t2 = torch.tensor([5, 4, 3, 2, 1], device="cuda")
@@ -173,7 +196,6 @@ def scaled_in_stream(torch, stream, tensor, factor, spinner, spin_ms):
 
 
 def two_stream_seed(torch, args, spinner):
-    print("\n== 3. res1 = t1 * 2 and res2 = t2 * 3 on two streams (chapter 02) ==")
     torch.manual_seed(0)
     stream1 = torch.cuda.Stream()
     stream2 = torch.cuda.Stream()
@@ -218,12 +240,24 @@ def two_stream_seed(torch, args, spinner):
     print(f"  each block spins {args.spin_ms} ms before its multiply (median of {args.repeats} runs):")
     print(f"    synchronize() inside each block (the seed) {seed_ms:8.2f} ms")
     print(f"    synchronize() once after both blocks       {fixed_ms:8.2f} ms")
-    check_at_least("seed_sync_serializes", seed_ms / fixed_ms, SERIALIZATION_RATIO, "x",
+    if LAUNCH_BLOCKING:
+        print("  Under CUDA_LAUNCH_BLOCKING=1 each launch returned only after its spin, so the host\n"
+              "  issued stream2's block only after stream1's had finished: the fix serialized too.")
+        check_skipped("seed_sync_serializes", "CUDA_LAUNCH_BLOCKING=1: each launch returns only when "
+                      "its work is done, so work issued from one thread cannot overlap")
+        return
+    if ONE_QUEUE:
+        print("  With one hardware queue stream1's multiply waits for its spin at the head of the\n"
+              "  queue and holds stream2's spin behind it: the fix serialized too.")
+        check_skipped("seed_sync_serializes", "CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits "
+                      "for its spin at the head of the one hardware queue and holds stream2's spin "
+                      "behind it, so the fix serializes too")
+        return
+    check_at_least("seed_sync_serializes", seed_ms / max(fixed_ms, 1e-6), SERIALIZATION_RATIO, "x",
                    "seed time / fixed time; ~2x for two equal spins that could overlap")
 
 
 def matmul_seed(torch, args):
-    print("\n== 4. torch.mm on two streams (chapter 02) ==")
     s1 = torch.cuda.Stream()
     s2 = torch.cuda.Stream()
     A = torch.rand(args.matrix, args.matrix, device="cuda")
@@ -256,7 +290,6 @@ def normal_then_sum(torch, s, wait, spinner, spin_ms):
 
 
 def broken_normal_sum(torch, args, spinner):
-    print("\n== 5. normal_() on the default stream, sum() on another (chapter 07) ==")
     s = torch.cuda.Stream()
     # A first run loads the kernels and leaves blocks cached for s: the runs below then neither
     # load a module nor call cudaMalloc between the two streams' work, either of which may wait
@@ -273,9 +306,12 @@ def broken_normal_sum(torch, args, spinner):
         what = f"sum() read A before normal_() wrote it: it returned {got:.1f}, the sum of the ones A held before"
     else:
         what = f"sum() returned {got:.4f} instead of {want:.4f}: it read A while normal_() was writing it"
-    if args.no_timing:
+    if args.no_timing or (LAUNCH_BLOCKING and not broken_is_wrong):
         print(f"  seed: {what}")
-        check_skipped("seed_normal_sum_race_shown", "--no-timing: whether the race is lost depends on timing")
+        check_skipped("seed_normal_sum_race_shown",
+                      "--no-timing: whether the race is lost depends on timing" if args.no_timing else
+                      "CUDA_LAUNCH_BLOCKING=1: normal_() had finished before sum() was issued, so the "
+                      "missing wait did no harm: launch blocking hides this race")
     else:
         check_that("seed_normal_sum_race_shown", broken_is_wrong, what)
     check_that("fixed_normal_sum", close_to(fixed_got, fixed_want, SUM_TOLERANCE),
@@ -305,7 +341,6 @@ def free_while_in_use(torch, side, record, spinner, spin_ms):
 
 
 def record_stream_hazard(torch, args, spinner):
-    print("\n== 6. Freeing a tensor another stream still reads: record_stream (chapter 10) ==")
     side = torch.cuda.Stream()
     free_while_in_use(torch, side, True, spinner, args.spin_ms)  # loads the kernels first
     got, want, reused = free_while_in_use(torch, side, False, spinner, args.spin_ms)
@@ -322,10 +357,12 @@ def record_stream_hazard(torch, args, spinner):
         what = "A's block was reused, but sum() had read it first this time"
     else:
         what = "the allocator did not hand A's block out again, so nothing overwrote it"
-    if args.no_timing:
+    if args.no_timing or (LAUNCH_BLOCKING and not broken_is_wrong):
         print(f"  without record_stream: {what}")
         check_skipped("seed_free_without_record_stream_shown",
-                      "--no-timing: whether the overwrite wins depends on timing")
+                      "--no-timing: whether the overwrite wins depends on timing" if args.no_timing else
+                      "CUDA_LAUNCH_BLOCKING=1: sum() had finished before A was freed, so the missing "
+                      "wait did no harm: launch blocking hides this race")
     else:
         check_that("seed_free_without_record_stream_shown", broken_is_wrong, what)
     check_that("fixed_record_stream", not fixed_reused and close_to(fixed_got, fixed_want, SUM_TOLERANCE),
@@ -334,7 +371,6 @@ def record_stream_hazard(torch, args, spinner):
 
 
 def priority_table(torch):
-    print("\n== 7. Stream priorities: torch.cuda.Stream(priority=p) (chapter 03) ==")
     torch_least, torch_greatest = torch.cuda.Stream.priority_range()
     print(f"  torch.cuda.Stream.priority_range(): {torch_least} .. {torch_greatest}"
           "  (PyTorch's pools; chapter 03 prints the device's own range)")
@@ -363,7 +399,6 @@ def priority_table(torch):
 
 
 def one_device_seed(torch):
-    print("\n== 8. torch.device and torch.cuda.device (chapter 06) ==")
     ordinal = torch.cuda.current_device()
     cuda = torch.device("cuda")  # the current device
     chosen = torch.device(f"cuda:{ordinal}")
@@ -392,8 +427,83 @@ def one_device_seed(torch):
     check_that("seed_z_stays_on_gpu0", z.device.index == 0, "z = x + y is on GPU 0 even inside the block")
 
 
+def fork_join(torch, x, side):
+    """Fork onto side, a chain of small kernels on each stream, join, one kernel reading both."""
+    side.wait_stream(torch.cuda.current_stream())  # fork: side waits for the current stream
+    with torch.cuda.stream(side):
+        right = x
+        for _ in range(STEPS_PER_BRANCH):
+            right = right * 0.5 + 1.0
+    left = x
+    for _ in range(STEPS_PER_BRANCH):
+        left = torch.sin(left) + 0.25
+    torch.cuda.current_stream().wait_stream(side)  # join: the current stream waits for side
+    return left + right
+
+
+def per_iteration_ms(torch, iterations, work, rounds=5):
+    work()  # warm-up
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(rounds):
+        begin = time.perf_counter()
+        for _ in range(iterations):
+            work()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - begin) * 1e3 / iterations)
+    return statistics.median(samples)
+
+
+def capture(torch, args):
+    x = torch.rand(CAPTURE_ELEMENTS, device="cuda")  # the graph's static input
+    side = torch.cuda.Stream()
+    warm = torch.cuda.Stream()
+    warm.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(warm):  # warm-up on a side stream, as PyTorch asks
+        for _ in range(3):
+            fork_join(torch, x, side)
+    torch.cuda.current_stream().wait_stream(warm)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(g):  # captures on its own stream: cudaStreamBeginCapture ... End
+            y = fork_join(torch, x, side)  # side joins the capture at the fork
+    except RuntimeError as error:
+        if not LAUNCH_BLOCKING:
+            raise
+        why = f"CUDA_LAUNCH_BLOCKING=1: the capture failed: {str(error).splitlines()[0]}"
+        for name in ("graph_replay_matches_eager", "graph_replay_reads_new_input", "graph_replay_speedup"):
+            check_skipped(name, why)
+        return
+    g.replay()  # cudaGraphLaunch on the current stream
+    torch.cuda.synchronize()
+    # The same kernels on the same input: the replay must give the same bits.
+    verify("graph_replay_matches_eager", y, fork_join(torch, x, side))
+    x.copy_(torch.rand(CAPTURE_ELEMENTS, device="cuda"))  # new values, same memory
+    g.replay()
+    torch.cuda.synchronize()
+    verify("graph_replay_reads_new_input", y, fork_join(torch, x, side))
+    if args.no_timing:
+        check_skipped("graph_replay_speedup", "--no-timing was given")
+        return
+    eager_ms = per_iteration_ms(torch, args.replays, lambda: fork_join(torch, x, side))
+    replay_ms = per_iteration_ms(torch, args.replays, g.replay)
+    print(f"  {4 * STEPS_PER_BRANCH + 1} kernels on two streams, {args.replays} iterations back to back "
+          "(median of 5 runs):")
+    print(f"    eager issue, op by op      {eager_ms * 1e3:8.1f} us per iteration")
+    print(f"    torch.cuda.CUDAGraph.replay() {replay_ms * 1e3:5.1f} us per iteration")
+    # One graph launch for all the kernels against one dispatch and launch per op; under
+    # CUDA_LAUNCH_BLOCKING=1 both wait at every launch, and only "no slower" is claimed.
+    bar = 1.0 if LAUNCH_BLOCKING else 1.5
+    check_at_least("graph_replay_speedup", eager_ms / max(replay_ms, 1e-9), bar, "x",
+                   "eager time / replay time per iteration of the same fork/join")
+
+
 def main():
     args = parse_arguments()
+    global LAUNCH_BLOCKING, ONE_QUEUE
+    LAUNCH_BLOCKING, connections = launch_environment()
+    ONE_QUEUE = connections == 1
     try:
         import torch
     except ImportError as error:
@@ -409,14 +519,25 @@ def main():
     spinner = Spinner(torch, torch.cuda.Stream())
     print(f"torch.cuda._sleep spins {spinner.cycles_per_ms:.0f} cycles per ms on this device")
 
-    current_and_pool_streams(torch)
-    small_tensor_seeds(torch)
-    two_stream_seed(torch, args, spinner)
-    matmul_seed(torch, args)
-    broken_normal_sum(torch, args, spinner)
-    record_stream_hazard(torch, args, spinner)
-    priority_table(torch)
-    one_device_seed(torch)
+    parts = [("streams", "current, default and pool streams; the stream context",
+              lambda: current_and_pool_streams(torch)),
+             ("seeds", "t1 + t2 and t1 * t2 in a stream", lambda: small_tensor_seeds(torch)),
+             ("serialize", "synchronize() inside each block serializes two streams",
+              lambda: two_stream_seed(torch, args, spinner)),
+             ("matmul", "torch.mm on two streams", lambda: matmul_seed(torch, args)),
+             ("race", "normal_() on the default stream, sum() on another",
+              lambda: broken_normal_sum(torch, args, spinner)),
+             ("record", "freeing a tensor another stream still reads: record_stream",
+              lambda: record_stream_hazard(torch, args, spinner)),
+             ("priorities", "torch.cuda.Stream(priority=p) on the device's range",
+              lambda: priority_table(torch)),
+             ("devices", "torch.device and torch.cuda.device", lambda: one_device_seed(torch)),
+             ("capture", "a fork/join captured with torch.cuda.graph, replayed",
+              lambda: capture(torch, args))]
+    for number, (name, what, run) in enumerate(parts, 1):
+        if args.part in ("all", name):
+            print(f"\n== Part {number} of {len(parts)}: {name}: {what}")
+            run()
 
     if checks_failed == 0:
         print(f"\nAll {checks_run} checks passed.")

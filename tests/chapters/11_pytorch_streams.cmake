@@ -17,13 +17,42 @@ set(chapter11_results
     "CHECK fixed_record_stream: .* PASS"
     "CHECK priority_mapping: .* PASS"
     "CHECK tensors_on_current_device: .* PASS"
+    "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
+    "CHECK graph_replay_reads_new_input: 0 of 16384 values differ"
     "All [0-9]+ checks passed")
 # The broken examples must be caught as broken, in words, every time.
 set(chapter11_timed
     "torch.Size\\(\\[1000, 1000\\]\\) torch.Size\\(\\[1000, 1000\\]\\)"
     "CHECK seed_sync_serializes: [0-9.]+x >= 1.50x .* PASS"
     "CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\) wrote it.* PASS"
-    "CHECK seed_free_without_record_stream_shown: the allocator gave A's block to the next tensor at once.* PASS")
+    "CHECK seed_free_without_record_stream_shown: the allocator gave A's block to the next tensor at once.* PASS"
+    "CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS")
+# Each part's heading and its checks (--part NAME); the C++ and the Python print the same lines.
+set(chapter11_parts
+    "streams|1|CHECK current_is_default: .* PASS|CHECK pool_is_reused: .* PASS"
+    "seeds|2|tensor\\(\\[6, 6, 6, 6, 6\\], device='cuda:[0-9]+'\\)|tensor\\(\\[5, 8, 9, 8, 5\\], device='cuda:[0-9]+'\\)"
+    "serialize|3|CHECK seed_res1_equals_t1_times_2: 0 of|CHECK seed_sync_serializes: [0-9.]+x >= 1.50x .* PASS"
+    "matmul|4|CHECK seed_C_equals_A_mm_A: 0 of|CHECK seed_D_equals_B_mm_B: 0 of"
+    "race|5|CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\) wrote it.* PASS|CHECK fixed_normal_sum: .* PASS"
+    "record|6|CHECK seed_free_without_record_stream_shown: the allocator gave A's block.* PASS|CHECK fixed_record_stream: .* PASS"
+    "priorities|7|CHECK priority_mapping: .* PASS|cudaStreamGetPriority"
+    "devices|8|CHECK tensors_on_current_device: .* PASS|CHECK seed_z_equals_x_plus_y: 0 of 2 values differ"
+    "capture|9|CHECK graph_replay_matches_eager: 0 of 16384 values differ|CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS")
+# What the two launch settings change, in the program's words.
+set(chapter11_launch_blocking
+    "Environment: CUDA_LAUNCH_BLOCKING=1"
+    "CHECK seed_sync_serializes: skipped \\(CUDA_LAUNCH_BLOCKING=1: each launch returns only when its work is done"
+    "Under CUDA_LAUNCH_BLOCKING=1 each launch returned only after its spin"
+    "CHECK fixed_normal_sum: .* PASS" "CHECK fixed_record_stream: .* PASS"
+    "CHECK graph_replay_matches_eager: .*PASS|CHECK graph_replay_matches_eager: skipped \\(CUDA_LAUNCH_BLOCKING=1"
+    "All [0-9]+ checks passed")
+set(chapter11_one_queue
+    "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
+    "CHECK seed_sync_serializes: skipped \\(CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits"
+    "With one hardware queue stream1's multiply waits for its spin"
+    "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
+    "CHECK graph_replay_speedup: .* PASS"
+    "All [0-9]+ checks passed")
 
 if(TARGET ${CHAPTER})
   chapter_test(NAME all LABELS gpu timing
@@ -45,6 +74,48 @@ if(TARGET ${CHAPTER})
                      "CHECK seed_z_stays_on_gpu0: .* PASS"
                      "CHECK seed_c_equals_a_plus_b: 0 of 2 values differ"
                      "All [0-9]+ checks passed")
+
+  # One test per part of the lesson (--part NAME); the timed parts are labelled timing.
+  foreach(part IN LISTS chapter11_parts)
+    string(REPLACE "|" ";" fields "${part}")
+    list(POP_FRONT fields name number)
+    set(labels gpu)
+    if(name MATCHES "^(serialize|race|record|capture)$")
+      list(APPEND labels timing)
+    endif()
+    chapter_test(NAME part.${name} LABELS ${labels} ARGS --part ${name}
+                 MATCH "== Part ${number} of 9: ${name}" ${fields} "All [0-9]+ checks passed"
+                 NO_MATCH "FAIL" "== Part [^${number}] of 9")
+  endforeach()
+  # The capture part, quick: replays match eager results, fewer timed iterations.
+  chapter_test(NAME capture LABELS gpu timing ARGS --part capture --replays 50
+               MATCH "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
+                     "CHECK graph_replay_reads_new_input: 0 of 16384 values differ"
+                     "CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS" "All [0-9]+ checks passed"
+               NO_MATCH "FAIL")
+  # The commands the lesson suggests.
+  chapter_test(NAME try.short_spin LABELS gpu timing ARGS --spin-ms 1
+               MATCH "CHECK seed_sync_serializes: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+  foreach(try IN ITEMS "serialize;--spin-ms;1" "matmul;--matrix;4096" "race;--spin-ms;1"
+                      "record;--spin-ms;1")
+    list(POP_FRONT try part)
+    string(REPLACE ";" "_" suffix "${try}")
+    string(REPLACE "--" "" suffix "${suffix}")
+    string(REPLACE "-" "_" suffix "${suffix}")
+    chapter_test(NAME try.${part}.${suffix} LABELS gpu timing ARGS --part ${part} ${try}
+                 MATCH "== Part [0-9] of 9: ${part}" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+  endforeach()
+  chapter_test(NAME try.many_replays LABELS gpu timing ARGS --part capture --replays 2000
+               MATCH "CHECK graph_replay_speedup: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+  # The launch environments users run under: every check passes or says why it is skipped.
+  chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+               MATCH ${chapter11_launch_blocking} NO_MATCH "FAIL")
+  chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+               MATCH ${chapter11_one_queue} NO_MATCH "FAIL")
+  chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
+               MATCH "--part expects one of all, streams, seeds, serialize, matmul, race, record, priorities, devices, capture")
+  chapter_bad_values(FLAG replays CASES zero=0 text=many too_big=10001
+                     EXPECT "--replays expects an integer from 1 to 10000, got '<value>'")
 
   chapter_test(NAME args.matrix_zero LABELS args host ARGS --matrix 0 EXIT 2
                MATCH "--matrix expects an integer from 16 to 4096, got '0'")
@@ -103,8 +174,32 @@ if(CUDA_STREAMS_TORCH_PYTHON)
   set_tests_properties(${python_test} PROPERTIES LABELS "gpu;python" SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "PYTHONUNBUFFERED=1")
 
+  # The Python capture part, and the Python script under the two launch settings.
+  function(chapter11_python_test name labels)
+    cmake_parse_arguments(T "" "" "ARGS;MATCH;ENV" ${ARGN})
+    set(expect)
+    foreach(regex IN LISTS T_MATCH)
+      list(APPEND expect --match "${regex}")
+    endforeach()
+    add_test(NAME ${CHAPTER}.python.${name}
+             COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0 ${expect} --no-match FAIL
+                     -- ${CUDA_STREAMS_TORCH_PYTHON} ${CUDA_STREAMS_TORCH_SCRIPT} ${T_ARGS})
+    set_tests_properties(${CHAPTER}.python.${name} PROPERTIES LABELS "${labels}" SKIP_RETURN_CODE 77
+                         TIMEOUT 300 RUN_SERIAL TRUE ENVIRONMENT "PYTHONUNBUFFERED=1;${T_ENV}")
+  endfunction()
+  chapter11_python_test(capture "gpu;timing;python" ARGS --part capture
+                        MATCH "== Part 9 of 9: capture"
+                              "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
+                              "CHECK graph_replay_reads_new_input: 0 of 16384 values differ"
+                              "CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS"
+                              "All [0-9]+ checks passed")
+  chapter11_python_test(env.launch_blocking "gpu;timing;python" ENV CUDA_LAUNCH_BLOCKING=1
+                        MATCH ${chapter11_launch_blocking})
+  chapter11_python_test(env.one_connection "gpu;timing;python" ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+                        MATCH ${chapter11_one_queue})
+
   # Bad command lines exit 2 before torch is imported.
-  foreach(bad IN ITEMS "--spin-ms;0" "--matrix;5000" "--repeats;many")
+  foreach(bad IN ITEMS "--spin-ms;0" "--matrix;5000" "--repeats;many" "--replays;0")
     list(GET bad 0 flag)
     list(GET bad 1 value)
     string(REGEX REPLACE "^--" "" flag_name ${flag})

@@ -1,0 +1,296 @@
+// Chapter 11's machinery: its flags, Python-style printing of tensors, a calibrated
+// at::cuda::sleep that stands for slow work, the words that explain a lost (or hidden) race, and
+// the host clock per iteration. None of it is the lesson; a reader may skip this file. The
+// PyTorch calls the chapter teaches (streams, guards, events, record_stream, CUDAGraph) are
+// written out in pytorch_streams.cpp.
+#pragma once
+
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/Sleep.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_streams.hpp"
+
+namespace lab {
+
+// The chapter's flags, with their defaults.
+struct Flags {
+  int matrix = 1000;  // parts serialize and matmul: the seeds' 1000 x 1000 tensors
+  int spin_ms = 10;   // parts serialize, race, record: the slow work
+  int repeats = 10;   // part serialize: timed runs
+  int replays = 200;  // part capture: timed iterations, eager and replayed
+  bool multi_device = false;
+};
+
+inline void add_flags(cs::Options& options, Flags* f) {
+  options.add_int("matrix", &f->matrix, 16, 4096,
+                  "side of the seeds' square tensors (torch.randn / torch.rand / torch.mm)");
+  options.add_int("spin-ms", &f->spin_ms, 1, 1000,
+                  "milliseconds of at::cuda::sleep that stand for slow work (the late producer, "
+                  "the slow reader, each stream's work)");
+  options.add_int("repeats", &f->repeats, 1, 100, "timed repeats of the two-stream example");
+  options.add_int("replays", &f->replays, 1, 10000,
+                  "iterations timed eagerly and as graph replays (part capture)");
+  options.add_flag("multi-device", &f->multi_device,
+                   "run only the seed's multi-device example (needs 2 CUDA devices)");
+}
+
+inline std::string handle_text(cudaStream_t stream) {
+  if (stream == nullptr) return "0 (the legacy default stream)";
+  return cs::format("%p", static_cast<void*>(stream));
+}
+
+// Python's repr of a one-dimensional integer tensor: "tensor([6, 6], device='cuda:0')".
+inline std::string python_repr(const torch::Tensor& tensor) {
+  const torch::Tensor host = tensor.cpu().to(torch::kInt64).contiguous();
+  const int64_t* values = host.data_ptr<int64_t>();
+  std::string text = "tensor([";
+  for (int64_t i = 0; i < host.numel(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  text += "]";
+  if (tensor.is_cuda()) text += ", device='cuda:" + std::to_string(tensor.get_device()) + "'";
+  return text + ")";
+}
+
+// Python's repr of a tensor's shape, e.g. "torch.Size([1000, 1000])".
+inline std::string python_size(const torch::Tensor& tensor) {
+  std::string text = "torch.Size([";
+  for (std::size_t i = 0; i < tensor.sizes().size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(tensor.sizes()[i]);
+  }
+  return text + "])";
+}
+
+// Python's repr of a device, e.g. "device(type='cuda', index=1)".
+inline std::string python_device(const torch::Device& device) {
+  return "device(type='cuda', index=" + std::to_string(device.index()) + ")";
+}
+
+inline std::vector<double> host_values(const torch::Tensor& tensor) {
+  const torch::Tensor host = tensor.cpu().to(torch::kFloat64).contiguous();
+  const double* values = host.data_ptr<double>();
+  return std::vector<double>(values, values + host.numel());
+}
+
+inline bool close_to(double got, double want, double tolerance) {
+  return std::fabs(got - want) <= tolerance * std::max(1.0, std::fabs(want));
+}
+
+// Stands in for slow work: at::cuda::sleep (torch.cuda._sleep in Python) spins one GPU thread
+// for a number of clock cycles on the current stream. The cycles per millisecond are measured
+// here with timing events (cudaEventElapsedTime).
+class Spinner {
+ public:
+  explicit Spinner(const c10::cuda::CUDAStream& stream) {
+    c10::cuda::CUDAStreamGuard guard(stream);
+    constexpr int64_t probe_cycles = 10'000'000;  // about 5 ms at 2 GHz
+    at::cuda::sleep(probe_cycles);                // loads the kernel and wakes the clocks up
+    std::vector<double> samples;
+    for (int i = 0; i < 3; ++i) {
+      at::cuda::CUDAEvent start(cudaEventDefault);
+      at::cuda::CUDAEvent stop(cudaEventDefault);
+      start.record(stream);
+      at::cuda::sleep(probe_cycles);
+      stop.record(stream);
+      stop.synchronize();
+      samples.push_back(start.elapsed_time(stop));
+    }
+    const double ms = cs::median(samples);
+    cycles_per_ms_ = static_cast<double>(probe_cycles) / std::max(ms, 1e-3);
+  }
+  // Enqueues a spin of about @p ms milliseconds on the current stream.
+  void spin(double ms) const { at::cuda::sleep(static_cast<int64_t>(ms * cycles_per_ms_)); }
+  double cycles_per_ms() const { return cycles_per_ms_; }
+
+ private:
+  double cycles_per_ms_ = 0;
+};
+
+// What the broken normal_()/sum() run returned, in words.
+inline std::string race_words(double got, double want, double stale, double tolerance) {
+  if (close_to(got, want, tolerance)) return "sum() matched A: the race was not lost this time";
+  if (close_to(got, stale, tolerance)) {
+    return cs::format(
+        "sum() read A before normal_() wrote it: it returned %.1f, the sum of the ones A held "
+        "before",
+        got);
+  }
+  return cs::format("sum() returned %.4f instead of %.4f: it read A while normal_() was writing it",
+                    got, want);
+}
+
+// What happened to the block of a tensor freed while another stream still read it, in words.
+inline std::string reuse_words(double got, double want, bool reused, double tolerance) {
+  if (!close_to(got, want, tolerance)) {
+    return cs::format(
+        "the allocator gave A's block to the next tensor at once; its fill_(7) ran before the "
+        "slow sum(), which returned %.0f instead of %.0f",
+        got, want);
+  }
+  return reused ? "A's block was reused, but sum() had read it first this time"
+                : "the allocator did not hand A's block out again, so nothing overwrote it";
+}
+
+// The host's time per iteration of @p work: @p iterations back to back, then one
+// cudaDeviceSynchronize, the median of @p rounds such runs (after one untimed run).
+template <class Work>
+double per_iteration_ms(int iterations, int rounds, Work&& work) {
+  const cs::Stats stats = cs::time_device_ms(1, rounds, [&] {
+    for (int i = 0; i < iterations; ++i) work();
+  });
+  return stats.median / iterations;
+}
+
+// Prints one row of the priority table and returns whether the stream's priority is @p expected.
+inline bool priority_row(const std::string& python, const std::string& cpp,
+                         const c10::cuda::CUDAStream& stream, int expected) {
+  int reported = 0;
+  CS_CHECK(cudaStreamGetPriority(stream.stream(), &reported));
+  std::printf("  %-38s %-38s %d%s\n", python.c_str(), cpp.c_str(), reported,
+              reported == expected ? "" : "   (expected max(p, greatest))");
+  return reported == expected;
+}
+
+// Why a "race shown" check of a broken example is skipped, or "" when it is made: --no-timing,
+// or CUDA_LAUNCH_BLOCKING=1 where the race was not lost (every launch waited for its work).
+inline std::string race_skip_reason(bool shown, const cs::LaunchEnvironment& env,
+                                    const cs::CommonOptions& common, const std::string& outcome,
+                                    const std::string& what_blocking_did) {
+  if (common.no_timing) return "--no-timing: whether " + outcome + " depends on timing";
+  if (env.launch_blocking && !shown) {
+    return "CUDA_LAUNCH_BLOCKING=1: " + what_blocking_did +
+           ", so the missing wait did no harm: launch blocking hides this race";
+  }
+  return "";
+}
+
+// What CUDA_LAUNCH_BLOCKING=1 or one hardware queue did to the two-stream example.
+inline void print_serialize_setting(const cs::LaunchEnvironment& env) {
+  if (env.launch_blocking) {
+    std::printf(
+        "  Under CUDA_LAUNCH_BLOCKING=1 each launch returned only after its spin, so the host\n"
+        "  issued stream2's block only after stream1's had finished: the fix serialized too.\n");
+  } else if (env.max_connections == 1) {
+    std::printf(
+        "  With one hardware queue stream1's multiply waits for its spin at the head of the\n"
+        "  queue and holds stream2's spin behind it: the fix serialized too.\n");
+  }
+}
+
+// Prints whether PyTorch accepts a priority above the device's least (a positive one).
+inline void print_positive_priority(int priority) {
+  try {
+    const c10::cuda::CUDAStream positive = c10::cuda::getStreamFromPool(priority);
+    std::printf("  getStreamFromPool(%d) was accepted (cudaStreamGetPriority %d)\n", priority,
+                positive.priority());
+  } catch (const c10::Error& error) {
+    const std::string message = error.what_without_backtrace();
+    std::printf("  getStreamFromPool(%d) is refused: %s\n", priority,
+                message.substr(0, message.find('\n')).c_str());
+  }
+}
+
+// The tensors and facts of the seed's multi-device example.
+struct MultiDeviceSeed {
+  torch::Tensor x, y, a, b, b2, c, z, d, e;
+  int far = 1;              // the seed's GPU 2, or GPU 1 on a two-GPU machine
+  int current_inside = -1;  // cudaGetDevice inside CUDAGuard(1)
+  int stream_device = -1;   // the device of getStreamFromPool() inside the guard
+};
+
+inline void report_multi_device(const MultiDeviceSeed& r) {
+  const std::vector<std::pair<const char*, const torch::Tensor*>> shown = {
+      {"x", &r.x}, {"y", &r.y}, {"a", &r.a}, {"b", &r.b}, {"b2", &r.b2},
+      {"c", &r.c}, {"z", &r.z}, {"d", &r.d}, {"e", &r.e}};
+  for (const auto& [name, t] : shown) {
+    std::printf("  %-3s.device = %s\n", name, python_device(t->device()).c_str());
+  }
+  cs::check_that("device_guard_sets_device", r.current_inside == 1,
+                 cs::format("inside CUDAGuard(1) cudaGetDevice returned %d", r.current_inside));
+  cs::check_that("seed_tensors_on_gpu1",
+                 r.a.get_device() == 1 && r.b.get_device() == 1 && r.b2.get_device() == 1 &&
+                     r.c.get_device() == 1,
+                 "a, b, b2 and c = a + b are on GPU 1");
+  cs::check_that("seed_z_stays_on_gpu0", r.x.get_device() == 0 && r.z.get_device() == 0,
+                 "z = x + y is on GPU 0 even inside the guard");
+  cs::check_that("seed_explicit_device", r.d.get_device() == r.far && r.e.get_device() == r.far,
+                 cs::format("d and e are on GPU %d as their device says", r.far));
+  cs::check_that(
+      "pool_stream_of_current_device", r.stream_device == 1,
+      cs::format("getStreamFromPool() inside the guard gave a stream of GPU %d", r.stream_device));
+  cs::verify("seed_c_equals_a_plus_b", host_values(r.c), host_values(r.a.cpu() + r.b.cpu()));
+  cs::verify("seed_z_equals_x_plus_y", host_values(r.z), host_values(r.x.cpu() + r.y.cpu()));
+}
+
+// The capture part's checks, skipped where the capture itself failed under CUDA_LAUNCH_BLOCKING=1.
+inline void skip_capture_checks(const c10::Error& error) {
+  const std::string message = error.what_without_backtrace();
+  const std::string why =
+      "CUDA_LAUNCH_BLOCKING=1: the capture failed: " + message.substr(0, message.find('\n'));
+  for (const char* name :
+       {"graph_replay_matches_eager", "graph_replay_reads_new_input", "graph_replay_speedup"}) {
+    cs::check_skipped(name, why);
+  }
+}
+
+inline void print_capture_costs(int kernels, int iterations, double eager_ms, double replay_ms) {
+  std::printf("  %d kernels on two streams, %d iterations back to back (median of 5 runs):\n",
+              kernels, iterations);
+  std::printf("    eager issue, op by op      %s per iteration\n", cs::format_ms(eager_ms).c_str());
+  std::printf("    CUDAGraph::replay()        %s per iteration\n",
+              cs::format_ms(replay_ms).c_str());
+}
+
+// The seed's multi-device example (torch.cuda.device(1), cuda2 = torch.device('cuda:2')).
+inline void multi_device_seed(int device_count) {
+  MultiDeviceSeed r;
+  r.far = device_count > 2 ? 2 : 1;  // the seed's GPU 2, or GPU 1 on a two-GPU machine
+  const auto doubles = torch::TensorOptions().dtype(torch::kFloat64);
+  const torch::Device cuda(torch::kCUDA);
+  const torch::Device cuda2(torch::kCUDA, static_cast<c10::DeviceIndex>(r.far));
+  CS_CHECK(cudaSetDevice(0));
+  r.x = torch::tensor({1.0, 2.0}, doubles.device(torch::Device("cuda:0")));
+  r.y = torch::tensor({1.0, 2.0}, doubles).cuda();
+  {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(1));  // with torch.cuda.device(1):
+    CS_CHECK(cudaGetDevice(&r.current_inside));
+    r.a = torch::tensor({1.0, 2.0}, doubles.device(cuda));  // allocates a tensor on GPU 1
+    r.b = torch::tensor({1.0, 2.0}, doubles).cuda();        // transfers a tensor from CPU to GPU 1
+    r.b2 = torch::tensor({1.0, 2.0}, doubles).to(cuda);
+    r.c = r.a + r.b;  // on GPU 1
+    r.z = r.x + r.y;  // on GPU 0: an operation runs where its tensors are
+    r.d = torch::randn({2}, doubles.device(cuda2));
+    r.e = torch::randn({2}, doubles).to(cuda2);
+    r.stream_device = c10::cuda::getStreamFromPool().device_index();  // a stream of GPU 1
+  }
+  report_multi_device(r);  // each tensor's device, and the CHECK lines
+}
+
+// Runs the parts; a PyTorch or C++ exception becomes "error: ..." and the failure exit status.
+template <class Parts>
+int run_or_fail(Parts&& parts) {
+  try {
+    parts();
+  } catch (const c10::Error& error) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: PyTorch: %s\n", error.what_without_backtrace());
+    return cs::kFailExitCode;
+  } catch (const std::exception& error) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return cs::kFailExitCode;
+  }
+  return cs::finish();
+}
+
+}  // namespace lab
