@@ -9,17 +9,17 @@ chapter_test(NAME all LABELS gpu timing ARGS --part all
                    "All [0-9]+ checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME enumerate LABELS gpu ARGS --part enumerate
-             MATCH "current device: 0"
+             MATCH "== Part 1 of 7: enumerate" "current device: 0"
                    "CHECK nonexistent_device_rejected: cudaSetDevice\\([0-9]+\\) returned cudaErrorInvalidDevice, device 0 is still current ... PASS")
 chapter_test(NAME ownership LABELS gpu ARGS --part ownership
-             MATCH "CHECK stream_owner: streams created on devices .* PASS"
+             MATCH "== Part 2 of 7: ownership" "CHECK stream_owner: streams created on devices .* PASS"
                    "CHECK memory_owner: .* PASS"
                    "CHECK seed_c_equals_a_plus_b: 0 of 2 values differ"
                    "CHECK seed_z_equals_x_plus_y: 0 of 2 values differ"
                    "CHECK seed_c_on_cuda1: .* PASS"
                    "All [0-9]+ checks passed")
 chapter_test(NAME split LABELS gpu ARGS --part split
-             MATCH "CHECK split_result: 0 of 8388608 values differ" "device 0" "All [0-9]+ checks passed")
+             MATCH "== Part 4 of 7: split" "CHECK split_result: 0 of 8388608 values differ" "device 0" "All [0-9]+ checks passed")
 chapter_test(NAME split_device_list LABELS gpu ARGS --part split --devices 0 --elements 1000003 --steps 100
              MATCH "Devices used: 0 of" "CHECK split_result: 0 of 1000003 values differ")
 # A device index the machine does not have is a bad command line once the device count is known.
@@ -30,21 +30,55 @@ chapter_test(NAME trace_file LABELS gpu ARGS --part split --elements 64K --steps
 
 # Two devices or more (skipped with 77 on one GPU).
 chapter_test(NAME foreign_stream LABELS gpu multigpu ARGS --part foreign-stream
-             MATCH "CHECK foreign_stream_launch_rejected: the launch returned cuda.* PASS"
+             MATCH "== Part 3 of 7: foreign-stream" "CHECK foreign_stream_launch_rejected: the launch returned cuda.* PASS"
                    "CHECK foreign_event_record_rejected: .* PASS"
                    "CHECK refused_launch_did_not_run: 0 of"
                    "CHECK launch_with_owner_current: 0 of")
 chapter_test(NAME split_two_devices LABELS gpu multigpu ARGS --part scaling --devices 0,1 --no-timing
              MATCH "CHECK scaling_split_result: 0 of 8388608 values differ")
 chapter_test(NAME peer LABELS gpu multigpu timing ARGS --part peer
-             MATCH "cudaMemcpyPeerAsync 0 -> 1: [0-9.]+ GB/s" "CHECK peer_copy_0_to_1: 0 of"
+             MATCH "== Part 5 of 7: peer" "CHECK peer_bandwidth: .* PASS" "cudaMemcpyPeerAsync 0 -> 1: [0-9.]+ GB/s" "CHECK peer_copy_0_to_1: 0 of"
                    "CHECK peer_copy_1_to_0: 0 of" "All [0-9]+ checks passed")
 chapter_test(NAME cross_event LABELS gpu multigpu ARGS --part cross-event
-             MATCH "CHECK cross_device_wait: 0 of 4194304 values differ" "All [0-9]+ checks passed")
+             MATCH "== Part 6 of 7: cross-event" "CHECK cross_device_wait: 0 of 4194304 values differ" "All [0-9]+ checks passed")
 chapter_test(NAME scaling LABELS gpu multigpu timing ARGS --part scaling
-             MATCH "CHECK scaling_speedup: .* PASS")
+             MATCH "== Part 7 of 7: scaling" "CHECK scaling_speedup: .* PASS")
+
+# The whole program, small: on one GPU the two-device parts say why they are skipped.
+chapter_test(NAME all_small LABELS gpu ARGS --part all --elements 64K --steps 64
+             MATCH "CHECK (foreign-stream|scaling_speedup|foreign_stream_launch_rejected): "
+                   "CHECK (peer|peer_bandwidth): " "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+
+# The commands the lesson suggests ("Try:" and "What to try next"); each exits 0.
+chapter_test(NAME try.enumerate_device LABELS gpu ARGS --part enumerate --device 0
+             MATCH "current device: 0" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.scaling_reversed LABELS gpu multigpu timing ARGS --part scaling --devices 1,0
+             MATCH "The job on device 1 alone" "CHECK scaling_speedup: .* PASS" NO_MATCH "FAIL")
+chapter_test(NAME try.ownership_devices LABELS gpu ARGS --part ownership --devices 0
+             MATCH "CHECK seed_c_on_cuda1: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.few_steps LABELS gpu ARGS --part split --steps 64
+             MATCH "CHECK split_result: 0 of 8388608 values differ" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME try.svg LABELS gpu ARGS --part split --svg split.svg
+             MATCH "split.svg" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+
+# The launch environments users run under: every check passes or says why it is skipped, and
+# the program says what the setting changes.
+chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
+                   "Under CUDA_LAUNCH_BLOCKING=1 every copy and launch returned only after its work"
+                   "CHECK split_result: 0 of 8388608 values differ" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "CUDA_DEVICE_MAX_CONNECTIONS=1 gives each device one hardware queue"
+                   "CHECK split_result: 0 of 8388608 values differ" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
 
 # Command-line validation, before any CUDA call.
+chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
+             MATCH "--part expects one of all, enumerate, ownership, foreign-stream, split, peer, cross-event, scaling, got 'nosuch'")
 chapter_test(NAME args.part_unknown LABELS args host ARGS --part everything EXIT 2
              MATCH "--part expects one of all, enumerate, ownership, foreign-stream, split, peer, cross-event, scaling, got 'everything'")
 chapter_test(NAME args.devices_duplicate LABELS args host ARGS --devices 0,0 EXIT 2
