@@ -3,7 +3,8 @@
 # The producers spin 50 ms against consumers of microseconds, so neither may ever flip.
 
 chapter_test(NAME list LABELS host ARGS --list
-             MATCH "host-read" "cross-stream" "reuse" "use-after-free" "over-sync" "legacy-default")
+             MATCH "host-read" "cross-stream" "reuse" "use-after-free" "over-sync" "legacy-default"
+                   "hidden-by-setting")
 
 # host-read: reading a pinned buffer right after cudaMemcpyAsync.
 chapter_test(NAME host_read.broken LABELS gpu ARGS --case host-read --broken EXIT 3
@@ -60,6 +61,17 @@ chapter_test(NAME legacy_default.fixed LABELS gpu ARGS --case legacy-default --f
              MATCH "CHECK event_wait_sum: the consumer read 1048576 of 1048576 expected values .* PASS"
              NO_MATCH "BUG REPRODUCED")
 
+# hidden-by-setting: the seed's race, run again (a new process each) with the defaults, under
+# CUDA_LAUNCH_BLOCKING=1 and under CUDA_DEVICE_MAX_CONNECTIONS=1: lost with the defaults, hidden by
+# at least one setting (launch blocking always hides it); the fix is right under all three.
+chapter_test(NAME hidden_by_setting.broken LABELS gpu ARGS --case hidden-by-setting --broken EXIT 3
+             MATCH "CHECK hidden_race_by_default: with the default settings the race was lost ... PASS"
+                   "BUG REPRODUCED: the same code gave the right sum under [12] of the 2 settings"
+                   "CUDA_LAUNCH_BLOCKING=1 07_broken_vs_fixed_sync --case cross-stream --broken .* -> exit status 77")
+chapter_test(NAME hidden_by_setting.fixed LABELS gpu ARGS --case hidden-by-setting --fixed
+             MATCH "CHECK fixed_right_under_every_setting: the fixed code was right under 3 of the 3 settings ... PASS"
+             NO_MATCH "BUG REPRODUCED")
+
 # Every case at once.
 chapter_test(NAME all.broken LABELS gpu timing ARGS --case all --broken EXIT 3
              MATCH "Exit status 3: the bug was reproduced" NO_MATCH "bug NOT reproduced")
@@ -70,7 +82,11 @@ chapter_test(NAME trace_file LABELS gpu ARGS --case cross-stream --fixed --trace
 
 # Command-line validation, before any CUDA call.
 chapter_test(NAME args.case_unknown LABELS args host ARGS --case nope --fixed EXIT 2
-             MATCH "--case expects one of host-read, cross-stream, reuse, use-after-free, over-sync, legacy-default, all, got 'nope'")
+             MATCH "--case expects one of host-read, cross-stream, reuse, use-after-free, over-sync, legacy-default, hidden-by-setting, all, got 'nope'")
+chapter_test(NAME args.part_unknown LABELS args host ARGS --part nosuch EXIT 2
+             MATCH "--part expects one of all, host-read, cross-stream, reuse, use-after-free, over-sync, legacy-default, hidden-by-setting, got 'nosuch'")
+chapter_test(NAME args.case_and_part LABELS args host ARGS --case reuse --part host-read EXIT 2
+             MATCH "--case reuse and --part host-read: give one")
 chapter_test(NAME args.broken_and_fixed LABELS args host ARGS --case host-read --broken --fixed EXIT 2
              MATCH "--broken and --fixed: give one of them, not both")
 # With neither flag, the whole lesson: every case broken, then fixed.
@@ -100,3 +116,83 @@ chapter_test(NAME args.elements_too_big LABELS args host ARGS --elements 1G --fi
 
 # The fixed variants must be clean under every tool (the broken ones are wrong on purpose).
 chapter_sanitizer_tests(ARGS --case all --fixed --elements 256K)
+
+# One test per part (--part is the same as --case; with neither --broken nor --fixed a part runs
+# broken, then fixed).
+foreach(part IN ITEMS host-read cross-stream reuse use-after-free legacy-default hidden-by-setting)
+  chapter_test(NAME part.${part} LABELS gpu ARGS --part ${part}
+               MATCH "== Part [0-9] of 7: ${part}" "BUG REPRODUCED" "All [0-9]+ checks passed"
+               NO_MATCH "FAIL")
+endforeach()
+chapter_test(NAME part.over-sync LABELS gpu timing ARGS --part over-sync
+             MATCH "== Part 5 of 7: over-sync" "CHECK over_sync_slowdown: .* PASS"
+                   "CHECK sync_once_speedup: .* PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+
+# The commands the lesson suggests ("Try:" and "What to try next").
+chapter_test(NAME try.short_delay LABELS gpu timing ARGS --delay-ms 1
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL" "bug NOT reproduced")
+chapter_test(NAME try.host_read_short_delay LABELS gpu ARGS --part host-read --delay-ms 1
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.reuse_short_delay LABELS gpu ARGS --part reuse --delay-ms 5
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.use_after_free_fixed LABELS gpu ARGS --part use-after-free --fixed
+             MATCH "plain cudaFree of an unrelated buffer" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.over_sync_no_timing LABELS gpu ARGS --part over-sync --fixed --no-timing
+             MATCH "CHECK synced_once_result: 0 of 16384" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.legacy_default_broken LABELS gpu ARGS --part legacy-default --broken EXIT 3
+             MATCH "CHECK blocking_streams_look_right: .* PASS" "BUG REPRODUCED")
+chapter_test(NAME try.hidden_by_setting_fixed LABELS gpu ARGS --part hidden-by-setting --fixed
+             MATCH "CHECK fixed_right_under_every_setting: .* PASS" NO_MATCH "FAIL")
+chapter_test(NAME try.one_connection_cross_stream LABELS gpu ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             ARGS --part cross-stream MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.small_buffers LABELS gpu ARGS --elements 1024 --part cross-stream
+             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+
+# The whole lesson under the two settings: each broken variant shows its bug or says that the
+# setting hides it (a skipped check); every fixed variant is right; exit 0.
+chapter_test(NAME launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK host_read_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK cross_stream_sum: .* PASS" "CHECK fixed_right_under_every_setting: .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "bug NOT reproduced")
+chapter_test(NAME one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "CHECK reuse_bug_shown: skipped \\(cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "CHECK cross_stream_sum: .* PASS" "CHECK sync_once_speedup: .* PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "bug NOT reproduced")
+
+# Each broken variant under each setting: its bug shows (exit 3), or the program says the setting
+# hides it and exits 77 (reported as skipped). The pairs measured on the H200 as hidden must say
+# so (EXIT 77 and the words; without a GPU the program's own SKIP line stands in); every fixed
+# variant is right under both settings.
+foreach(setting IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS)
+  foreach(case IN ITEMS host-read cross-stream reuse use-after-free over-sync legacy-default hidden-by-setting)
+    set(hidden_here FALSE)
+    if((setting STREQUAL "CUDA_LAUNCH_BLOCKING" AND case MATCHES "^(host-read|cross-stream)$") OR
+       (setting STREQUAL "CUDA_DEVICE_MAX_CONNECTIONS" AND case MATCHES "^(cross-stream|reuse)$"))
+      set(hidden_here TRUE)
+    endif()
+    if(hidden_here)
+      chapter_test(NAME env.${setting}.${case}.broken LABELS gpu ENV ${setting}=1
+                   ARGS --case ${case} --broken EXIT 77
+                   MATCH "SKIP: (the bug cannot be shown under ${setting}=1|no usable CUDA device)")
+    elseif(NOT case STREQUAL "over-sync")
+      chapter_test(NAME env.${setting}.${case}.broken LABELS gpu ENV ${setting}=1
+                   ARGS --case ${case} --broken EXIT 3 MATCH "BUG REPRODUCED" NO_MATCH "FAIL")
+    else()
+      chapter_test(NAME env.${setting}.${case}.broken LABELS gpu timing ENV ${setting}=1
+                   ARGS --case ${case} --broken EXIT 3 MATCH "BUG REPRODUCED" NO_MATCH "FAIL")
+    endif()
+    set(labels gpu)
+    if(case STREQUAL "over-sync")
+      set(labels gpu timing)
+    endif()
+    chapter_test(NAME env.${setting}.${case}.fixed LABELS ${labels} ENV ${setting}=1
+                 ARGS --case ${case} --fixed MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+  endforeach()
+endforeach()
