@@ -6,7 +6,9 @@ its code lines that are kernels or calls to the CUDA API.
 
 A code line is a line that is neither blank nor only a comment. A taught line is a line inside a
 __global__ function, or a line of a statement that calls the CUDA runtime or driver API
-(`cudaX(`, `cuX(`) or launches a kernel (`<<<`). With --check, exits 1 when a program is longer
+(`cudaX(`, `cuX(`) or launches a kernel (`<<<`); in a C++ program on the PyTorch C++ API (.cpp),
+also a statement that calls PyTorch's CUDA stream API (`c10::cuda::`, `at::cuda::`,
+`CUDAStreamGuard`, `record_stream`, `synchronize`, a graph's `capture_begin`...). With --check, exits 1 when a program is longer
 than 450 lines, has a function longer than 90 lines, or has a taught share under a quarter;
 programs whose path matches --exempt (chapters not yet on the lesson-first layout) are only
 measured.
@@ -19,6 +21,10 @@ MAX_FUNCTION = 90
 MIN_SHARE = 0.25
 
 CALL = re.compile(r"\bcu(da)?[A-Z]\w*\s*\(|<<<")
+TORCH_CALL = re.compile(
+    r"\b(c10|at|torch)::cuda::|\bCUDA(Stream|StreamGuard|MultiStreamGuard|Event|Graph)\b|"
+    r"\.(record_stream|synchronize|wait_stream|wait_event|record_event|capture_begin|capture_end|"
+    r"replay|record|block|query)\s*\(")
 CONTAINER = re.compile(r"^\s*(namespace\b|extern\b|(template\s*<.*>\s*)?(struct|class|union)\b)")
 
 
@@ -49,6 +55,7 @@ def strip(line, in_block):
 
 
 def measure(path):
+    calls = [CALL, TORCH_CALL] if path.endswith(".cpp") else [CALL]
     lines = open(path, encoding="utf-8").read().split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -109,7 +116,7 @@ def measure(path):
         text = code[n].rstrip()
         if text.endswith((";", "{", "}")) or text.lstrip().startswith("#"):
             block = [m for m in range(start, n + 1) if code[m].strip()]
-            if any(CALL.search(code[m]) for m in block):
+            if any(c.search(code[m]) for c in calls for m in block):
                 taught.update(block)
             start = None
     taught &= set(code_lines)

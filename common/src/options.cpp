@@ -251,6 +251,9 @@ std::string Options::usage() const {
 }
 
 void parse_or_exit(Options& options, int argc, char** argv) {
+  // Line by line, also into a file or a pipe: what a program printed before it crashed or was
+  // killed by a test's timeout still reaches the log.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const ParseResult result = options.parse(argc, argv);
   switch (result.status) {
     case ParseResult::Status::ok:

@@ -83,6 +83,7 @@ class Options {
 };
 
 /// Parses, or prints the problem and exits: `--help` exits 0, a bad command line exits 2.
+/// Also makes stdout line-buffered, so that a crash or a timeout loses no printed line.
 void parse_or_exit(Options& options, int argc, char** argv);
 
 /// Flags every chapter understands.
