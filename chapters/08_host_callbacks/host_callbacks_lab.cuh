@@ -264,8 +264,8 @@ inline void print_stall_environment(const cs::LaunchEnvironment& env, bool b_wai
   if (env.launch_blocking) {
     const bool issue_waited = issue_ms >= 0.9 * host_ms;
     std::printf(
-        "Under CUDA_LAUNCH_BLOCKING=1 cudaLaunchHostFunc %s, and stream B's kernel %s the host\n"
-        "function.\n",
+        "Under CUDA_LAUNCH_BLOCKING=1 cudaLaunchHostFunc %s,\nand stream B's kernel %s the "
+        "host function.\n",
         issue_waited ? "returned only after the host function had run"
                      : "returned before the host function had run",
         b_waited ? "waited for" : "did not wait for");
