@@ -1,30 +1,24 @@
 // Chapter 07: broken and fixed synchronization, side by side
 //
-// The PyTorch notes warn about this program:
-//     A = torch.empty((100, 100), device=cuda).normal_(0.0, 1.0)
-//     with torch.cuda.stream(s):
-//         B = torch.sum(A)   # sum() may start execution before normal_() finishes!
-// Work in one stream knows nothing about work in another, and the host knows nothing about
-// either until it asks. Each case is a pair from one source: --broken issues the work without the
-// wait it needs, --fixed adds exactly that wait. To make the broken variant lose its race every
-// time, the producer (or the reader) spins on the GPU's timer for --delay-ms (50 ms) first, while
-// the other side needs microseconds. The program then says in words what went wrong.
+// The PyTorch notes warn about `A = torch.empty(...).normal_(0.0, 1.0)` followed by
+// `with torch.cuda.stream(s): B = torch.sum(A)`: "sum() may start execution before normal_()
+// finishes!" Work in one stream knows nothing about work in another, and the host knows nothing
+// about either until it asks. Each case is a pair from one source: --broken issues the work
+// without the wait it needs, --fixed adds exactly that wait. The slow side spins --delay-ms (50 ms)
+// on the GPU's timer, so the broken variant loses its race every time; the program says what went
+// wrong.
 //
 // Build and run (--part NAME is the same as --case NAME; --list, --help)
 // clang-format off
 //   cmake --preset default && cmake --build --preset default && build/bin/07_broken_vs_fixed_sync
 //   nvcc -std=c++17 -Icommon/include chapters/07_broken_vs_fixed_sync/broken_vs_fixed_sync.cu common/src/*.cpp -o 07_broken_vs_fixed_sync
 //   build/bin/07_broken_vs_fixed_sync --case cross-stream --broken     # exit 3: bug reproduced
-//   build/bin/07_broken_vs_fixed_sync --case cross-stream --fixed      # exit 0: right
 // clang-format on
 //
-// What to expect (broken_vs_fixed_sync_lab.cuh holds the machinery; a reader may skip it)
-//   Each case prints what it issues, a timeline of its streams, CHECK lines, and either
-//   "BUG REPRODUCED: <what went wrong>" (broken) or why the result is right (fixed).
-//   Exit status: 0 every check passed (--fixed, or neither flag: each bug showed and each fix was
-//   right); 3 --broken and the bug was reproduced; 77 --broken under a setting that hides the bug
-//   (CUDA_LAUNCH_BLOCKING=1, CUDA_DEVICE_MAX_CONNECTIONS=1: "cannot be shown under ...", SKIP:)
-//   or no GPU; 1 a check failed; 2 a bad command line.
+// What to expect (broken_vs_fixed_sync_lab.cuh holds the machinery; a reader may skip it): each
+// case prints a timeline, CHECK lines and "BUG REPRODUCED: <what went wrong>" (broken) or why it
+// is right (fixed). Exit 0: every check passed; 3: --broken reproduced its bug; 77: --broken
+// under a setting that hides the bug, or no GPU; 1: a check failed; 2: a bad command line.
 
 #include <cuda_runtime.h>
 
@@ -44,7 +38,6 @@ constexpr std::uint32_t kFirstValues = 1u, kSecondValues = 1u << 30;
 using lab::Lab;
 
 // Kernels (each grid-stride loop covers any n with any grid)
-
 #define FOR_EACH_INDEX(i, n) \
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
 
@@ -96,22 +89,8 @@ __global__ void step_kernel(std::uint32_t* data, std::size_t n, std::uint32_t k,
   FOR_EACH_INDEX(i, n) data[i] = 3u * data[i] + k + 1u;
 }
 
-// Every stream here is non-blocking unless a part says otherwise (it does not synchronize with
-// the legacy default stream), and every event only orders work (no timestamps).
-cudaStream_t new_stream(unsigned flags = cudaStreamNonBlocking) {
-  cudaStream_t stream = nullptr;
-  CS_CHECK(cudaStreamCreateWithFlags(&stream, flags));
-  return stream;
-}
-cudaEvent_t new_event() {
-  cudaEvent_t event = nullptr;
-  CS_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  return event;
-}
-
-// With lazy module loading (the default since CUDA 12.2) a kernel's first launch loads it, and
-// loading may wait for work already running, which would order a racing consumer after the slow
-// producer by accident. Every kernel is launched once up front, so the races stay honest.
+// Lazy module loading (the default since CUDA 12.2) loads a kernel at its first launch, which may
+// wait for work already running and order a racing consumer by accident: launch each one up front.
 void load_every_kernel() {
   lab::SumBuffers scratch(2);
   auto* u = reinterpret_cast<std::uint32_t*>(scratch.a);
@@ -126,7 +105,6 @@ void load_every_kernel() {
 }
 
 // Part 1: host-read: the host reads a pinned buffer right after cudaMemcpyAsync
-
 void part_host_read(Lab& lab, bool broken) {
   lab.begin("host-read", broken);
   const std::size_t n = lab.n, bytes = n * sizeof(std::uint32_t);
@@ -134,10 +112,13 @@ void part_host_read(Lab& lab, bool broken) {
   CS_CHECK(cudaMalloc(&device, bytes));
   CS_CHECK(cudaMallocHost(&host, bytes));  // pinned: the copy really is asynchronous
   std::fill(host, host + n, 0u);
-  cudaStream_t stream = new_stream();
-  cudaEvent_t copied = new_event();
+  // Non-blocking streams (no implicit order with the legacy default stream), and an event that
+  // only orders work (no timestamps): so is every stream and event of this chapter.
+  cudaStream_t stream = nullptr;
+  cudaEvent_t copied = nullptr;
+  CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CS_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
   const std::vector<std::uint32_t> want = lab::values_from(1u, n);
-
   cs::Timeline timeline;
   timeline.start(stream);
   auto span = timeline.span("stream", "delay", stream, "slow producer");
@@ -169,23 +150,22 @@ void part_host_read(Lab& lab, bool broken) {
   CS_CHECK(cudaFree(device));
 }
 
-// Part 2: cross-stream: the seed's normal_() on stream p, sum() on stream s
-
-// The seed's scene, also part 6's: a slow producer fills A on stream p, an event is recorded
-// after it, and the consumer sums A on stream c, waiting for that event only if told to; in
-// between, if told to, a kernel in the legacy default stream. Returns whether c saw all of A.
+// The seed's scene, also part 6's: a slow producer fills A on stream p, then records an event; the
+// consumer sums A on stream c (after waiting for that event if `wait`). Did c see all of A?
 bool seed_scene(const Lab& lab, unsigned stream_flags, bool wait, bool legacy_kernel,
                 std::string* saw, const std::string& title) {
   lab::SumBuffers buffers(lab.n);
-  cudaStream_t p = new_stream(stream_flags), c = new_stream(stream_flags);
-  cudaEvent_t produced = new_event();
+  cudaStream_t p = nullptr, c = nullptr;
+  cudaEvent_t produced = nullptr;
+  CS_CHECK(cudaStreamCreateWithFlags(&p, stream_flags));
+  CS_CHECK(cudaStreamCreateWithFlags(&c, stream_flags));
+  CS_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
   cs::Timeline timeline;
   timeline.start(p);
   auto span = timeline.span("stream p", "delay", p, "slow producer");
   spin_kernel<<<1, 1, 0, p>>>(lab.delay_ns());
   span = timeline.span("stream p", "produce", p, "normal_()");
   produce_kernel<<<lab.grid, kBlock, 0, p>>>(buffers.a, lab.n);
-  span.end();
   CS_CHECK(cudaEventRecord(produced, p));
   if (wait) CS_CHECK(cudaStreamWaitEvent(c, produced, 0));  // the fix: c.wait_stream(p)
   if (legacy_kernel) {  // cudaStreamLegacy written out: the same in a per-thread build
@@ -203,47 +183,42 @@ bool seed_scene(const Lab& lab, unsigned stream_flags, bool wait, bool legacy_ke
   return buffers.right(saw);
 }
 
+// Part 2: cross-stream: the seed's normal_() on stream p, sum() on stream c
 void part_cross_stream(Lab& lab, bool broken) {
   lab.begin("cross-stream", broken);
   std::string saw;
   const bool right = seed_scene(lab, cudaStreamNonBlocking, !broken, false, &saw,
                                 "cross-stream: normal_() on p, sum() on c");
   if (broken) {
-    lab.bug_verdict("cross_stream_bug_shown", !right, saw,
-                    lab.hides(lab::kLaunchWaited, lab::kOneQueue));
+    lab.bug_verdict("cross_stream_bug_shown", !right, saw, lab.race_hidden());
   } else {
     cs::check_that("cross_stream_sum", right, "the consumer " + saw);
     lab.explain();
   }
 }
 
-// Parts 3 and 4 share a scene: the writer fills a block on its stream, the reader waits for that
-// (an event), spins (the slow reader) and copies the block on its own stream; then
-// `between(writer, reader, block)` issues what the part is about and returns the block that the
-// writer's next fill overwrites. Returns what the reader saw and what that block holds.
-struct ReaderScene {
-  std::vector<std::uint32_t> seen_by_reader, overwritten;
-};
+// Parts 3 and 4's scene: the writer fills a block; the reader waits for that, spins and copies it;
+// `between(writer, reader, block)` returns the block that the writer's next fill overwrites.
 template <typename Between>
-ReaderScene slow_reader_scene(const Lab& lab, const char* title, Between&& between) {
-  const std::size_t bytes = lab.n * sizeof(std::uint32_t);
+lab::ReaderScene slow_reader_scene(const Lab& lab, const char* title, Between&& between) {
   lab::DeviceBuffer reader_copy(lab.n);
   std::uint32_t* block = nullptr;
-  cudaStream_t writer = new_stream(), reader = new_stream();
-  cudaEvent_t produced = new_event();
+  cudaStream_t writer = nullptr, reader = nullptr;
+  cudaEvent_t produced = nullptr;
+  CS_CHECK(cudaStreamCreateWithFlags(&writer, cudaStreamNonBlocking));
+  CS_CHECK(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking));
+  CS_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
   cs::Timeline timeline;
   timeline.start(writer);
-  CS_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&block), bytes, writer));
+  CS_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&block), lab.n * sizeof(*block), writer));
   auto span = timeline.span("writer", "produce", writer);
   fill_kernel<<<lab.grid, kBlock, 0, writer>>>(block, lab.n, kFirstValues);
-  span.end();
   CS_CHECK(cudaEventRecord(produced, writer));
   CS_CHECK(cudaStreamWaitEvent(reader, produced, 0));  // the reader does wait for its data
   span = timeline.span("reader", "delay", reader, "slow reader");
   spin_kernel<<<1, 1, 0, reader>>>(lab.delay_ns());
   span = timeline.span("reader", "read", reader);
   copy_kernel<<<lab.grid, kBlock, 0, reader>>>(block, reader_copy.data, lab.n);
-  span.end();
   std::uint32_t* target = between(writer, reader, block);
   span = timeline.span("writer", "overwrite", writer);
   fill_kernel<<<lab.grid, kBlock, 0, writer>>>(target, lab.n, kSecondValues);
@@ -251,7 +226,7 @@ ReaderScene slow_reader_scene(const Lab& lab, const char* title, Between&& betwe
   span.end();
   CS_CHECK(cudaDeviceSynchronize());
   cs::publish_timeline(timeline.collect(), *lab.common, title);
-  ReaderScene scene{lab::download(reader_copy.data, lab.n), lab::download(target, lab.n)};
+  lab::ReaderScene scene{lab::download(reader_copy.data, lab.n), lab::download(target, lab.n)};
   CS_CHECK(cudaFreeAsync(target, writer));
   CS_CHECK(cudaStreamSynchronize(writer));
   CS_CHECK(cudaEventDestroy(produced));
@@ -260,24 +235,22 @@ ReaderScene slow_reader_scene(const Lab& lab, const char* title, Between&& betwe
 }
 
 // Part 3: reuse: the next iteration overwrites a buffer that another stream still reads
-
 void part_reuse(Lab& lab, bool broken) {
   lab.begin("reuse", broken);
-  cudaEvent_t read_done = new_event();
-  const ReaderScene scene =
-      slow_reader_scene(lab, "reuse: iteration 2 overwrites iteration 1's buffer",
-                        [&](cudaStream_t writer, cudaStream_t reader, std::uint32_t* block) {
-                          CS_CHECK(cudaEventRecord(read_done, reader));
-                          if (!broken)
-                            CS_CHECK(cudaStreamWaitEvent(writer, read_done, 0));  // the fix
-                          return block;  // iteration 2 writes the same buffer
-                        });
+  cudaEvent_t read_done = nullptr;
+  CS_CHECK(cudaEventCreateWithFlags(&read_done, cudaEventDisableTiming));
+  auto between = [&](cudaStream_t writer, cudaStream_t reader, std::uint32_t* block) {
+    CS_CHECK(cudaEventRecord(read_done, reader));
+    if (!broken) CS_CHECK(cudaStreamWaitEvent(writer, read_done, 0));  // the fix
+    return block;  // iteration 2 writes the same buffer
+  };
+  const lab::ReaderScene scene =
+      slow_reader_scene(lab, "reuse: iteration 2 overwrites iteration 1's buffer", between);
   const std::vector<std::uint32_t> first = lab::values_from(kFirstValues, lab.n);
   const std::size_t seen = lab::count_equal(scene.seen_by_reader.data(), first);
   if (broken) {
     lab.bug_verdict("reuse_bug_shown", seen < lab.n,
-                    cs::format("saw %zu of %zu values", seen, lab.n),
-                    lab.hides(lab::kLaunchWaited, lab::kOneQueue));
+                    cs::format("saw %zu of %zu values", seen, lab.n), lab.race_hidden());
   } else {
     cs::verify("reader_saw_iteration_1", scene.seen_by_reader, first);
     cs::verify("buffer_holds_iteration_2", scene.overwritten,
@@ -288,37 +261,15 @@ void part_reuse(Lab& lab, bool broken) {
 }
 
 // Part 4: use-after-free: cudaFreeAsync on the allocating stream while another stream reads
-
-// Plain cudaFree waits until the device has finished all of its work: a freed buffer cannot be in
-// use any more, at the price of a full stop. Shown with a kernel that has nothing to do with it.
-void show_plain_cudafree_waits(const Lab& lab) {
-  void* unrelated = nullptr;
-  CS_CHECK(cudaMalloc(&unrelated, 1 << 20));
-  spin_kernel<<<1, 1>>>(lab.delay_ns());
-  CS_CHECK_LAUNCH();
-  const double begin = cs::host_now_ms();
-  CS_CHECK(cudaFree(unrelated));
-  const double inside_ms = cs::host_now_ms() - begin;
-  CS_CHECK(cudaDeviceSynchronize());
-  std::printf(
-      "plain cudaFree of an unrelated buffer, issued while a %d ms kernel ran: returned "
-      "after %s, so it %s\n",
-      lab.delay_ms, cs::format_ms(inside_ms).c_str(),
-      lab.env.launch_blocking           ? "found it done (the launch itself had waited)"
-      : inside_ms >= 0.5 * lab.delay_ms ? "waited for the device to finish its work"
-                                        : "did not wait for the device on this system");
-}
-
 void part_use_after_free(Lab& lab, bool broken) {
   lab.begin("use-after-free", broken);
-  // The pool keeps freed blocks mapped: a reader that is too late finds someone else's data
-  // rather than an unmapped address.
+  // The pool keeps freed blocks mapped: a late reader finds someone else's data, not a fault.
   cudaMemPool_t pool = nullptr;
   std::uint64_t keep_everything = UINT64_MAX, release_at_sync = 0;
   CS_CHECK(cudaDeviceGetDefaultMemPool(&pool, lab.device));
   CS_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
   bool same_block = false;
-  const ReaderScene scene = slow_reader_scene(
+  const lab::ReaderScene scene = slow_reader_scene(
       lab, "use-after-free: the writer (owner) allocates, frees, allocates again",
       [&](cudaStream_t owner, cudaStream_t reader, std::uint32_t* block) {
         CS_CHECK(cudaFreeAsync(block, broken ? owner : reader));  // the fix: the last user's
@@ -335,25 +286,34 @@ void part_use_after_free(Lab& lab, bool broken) {
   const std::size_t seen = lab::count_equal(scene.seen_by_reader.data(), own);
   if (broken) {
     lab.bug_verdict("use_after_free_bug_shown", seen < lab.n,
-                    cs::format("saw %zu of %zu values", seen, lab.n),
-                    lab.hides(lab::kLaunchWaited, lab::kOneQueue));
+                    cs::format("saw %zu of %zu values", seen, lab.n), lab.race_hidden());
   } else {
     cs::verify("reader_saw_its_buffer", scene.seen_by_reader, own);
     cs::verify("next_allocation_holds_its_data", scene.overwritten,
                lab::values_from(kSecondValues, lab.n));
     lab.explain();
-    if (!lab.common->no_timing) show_plain_cudafree_waits(lab);
+    if (lab.common->no_timing) return;
+    // Plain cudaFree waits until the device has finished all of its work: a freed buffer cannot
+    // be in use any more, at the price of a full stop. Shown with a kernel unrelated to it.
+    void* unrelated = nullptr;
+    CS_CHECK(cudaMalloc(&unrelated, 1 << 20));
+    spin_kernel<<<1, 1>>>(lab.delay_ns());
+    CS_CHECK_LAUNCH();
+    const double begin = cs::host_now_ms();
+    CS_CHECK(cudaFree(unrelated));
+    lab.say_how_long_cudafree_took(cs::host_now_ms() - begin);
+    CS_CHECK(cudaDeviceSynchronize());
   }
 }
 
 // Part 5: over-sync: cudaDeviceSynchronize after every launch: right, but slow
-
 void part_over_sync(Lab& lab, bool broken) {
   lab.begin("over-sync", broken);
   constexpr int kStreams = 4, kKernels = 64, kKernelNs = 20000;  // 256 small kernels of 20 us
   constexpr std::size_t kPerStream = 4096;                       // elements each stream steps
   std::vector<cudaStream_t> streams(kStreams);
-  for (cudaStream_t& stream : streams) stream = new_stream();
+  for (cudaStream_t& stream : streams)
+    CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   lab::DeviceBuffer data(kStreams * kPerStream);
   auto issue = [&](bool sync_after_each, cs::Timeline* timeline) {
     for (int k = 0; k < kKernels; ++k) {
@@ -374,29 +334,16 @@ void part_over_sync(Lab& lab, bool broken) {
     issue(broken, &timeline);
   });
   cs::publish_timeline(timeline.collect(), *lab.common, "over-sync: 4 streams of small kernels");
-  // Broken: a setting that hides the slowdown. Fixed: no time measured, or no overlap possible.
-  const std::string skip =
-      broken ? lab.hides("every launch already waited for its kernel", nullptr)
-             : cs::first_reason({lab.common->timing_skip_reason(), cs::no_overlap_reason(lab.env)});
-  if (!skip.empty() && broken) lab.skip_hidden("over_sync_slowdown", skip);
-  if (!skip.empty() && !broken) {
-    cs::check_skipped(lab.common->no_timing ? "over_sync_slowdown" : "sync_once_speedup", skip);
-  }
-  if (skip.empty()) {  // the other version is right too, then both are timed: the ratio is fair
+  // Timed unless --no-timing or a setting makes the ratio meaningless (a skipped check says so).
+  if (lab.can_time_over_sync(broken)) {  // the other version is right too; both timed: fair
     lab::verify_steps(!broken, data.data, kStreams * kPerStream, kKernels,
                       [&] { issue(!broken, nullptr); });
     const cs::Stats once = cs::time_device_ms(1, 7, [&] { issue(false, nullptr); });
     const cs::Stats every = cs::time_device_ms(1, 7, [&] { issue(true, nullptr); });
-    std::printf(
-        "one sync at the end: %s; a sync after each of the %d launches: %s (medians of 7)\n",
-        cs::format_ms(once.median).c_str(), kStreams * kKernels,
-        cs::format_ms(every.median).c_str());
-    // With concurrent kernels and a hardware queue per stream the 4 streams overlap (4x is the
-    // ideal) and the host stops waiting between launches: at least this slowdown.
-    constexpr double kSlowdownOverlapping = 1.5;
-    // Without concurrent kernels, or with one queue (a stream's next kernel holds up everyone's
-    // behind it), count only the host's waits between launches.
-    constexpr double kSlowdownSerial = 1.1;
+    lab::print_medians(once, every, kStreams * kKernels);
+    // Concurrent kernels, a queue per stream: the 4 streams overlap (4x ideal), the host stops
+    // waiting. Else (a stream's next kernel holds up all behind it) only the host's waits count.
+    constexpr double kSlowdownOverlapping = 1.5, kSlowdownSerial = 1.1;
     const bool overlap = lab.prop.concurrentKernels != 0 && lab.env.max_connections > 1;
     const double slowdown = once.median > 0 ? every.median / once.median : 0.0;
     const bool slower =
@@ -411,7 +358,6 @@ void part_over_sync(Lab& lab, bool broken) {
 }
 
 // Part 6: legacy-default: a kernel in the legacy default stream hides a missing wait
-
 void part_legacy_default(Lab& lab, bool broken) {
   lab.begin("legacy-default", broken);
   std::string saw;
@@ -424,8 +370,7 @@ void part_legacy_default(Lab& lab, bool broken) {
                        ": the stream-0 kernel waited for p, and c waited for it");
     const bool right = seed_scene(lab, cudaStreamNonBlocking, false, true, &saw,
                                   "legacy-default: non-blocking streams");
-    lab.bug_verdict("legacy_default_bug_shown", !right, saw,
-                    lab.hides(lab::kLaunchWaited, lab::kOneQueue));
+    lab.bug_verdict("legacy_default_bug_shown", !right, saw, lab.race_hidden());
   } else {
     const bool right = seed_scene(lab, cudaStreamNonBlocking, true, true, &saw,
                                   "legacy-default fixed: non-blocking streams, event wait");
@@ -435,22 +380,16 @@ void part_legacy_default(Lab& lab, bool broken) {
 }
 
 // Part 7: hidden-by-setting: CUDA_LAUNCH_BLOCKING=1 or one hardware queue hides the seed's race
-
 void part_hidden_by_setting(Lab& lab, bool broken) {
   lab.begin("hidden-by-setting", broken);
-  // The runtime reads these settings once, at start: each run is a new process (this program).
-  const std::string args = cs::format(
-      "--case cross-stream %s --delay-ms %d --elements %zu "
-      "--device %d",
-      broken ? "--broken" : "--fixed", lab.delay_ms, lab.n, lab.device);
-  const std::vector<lab::ChildRun> runs = lab::run_under_each_setting(args, lab.device);
+  // Read once, at start: each setting needs a new process (this program, --case cross-stream).
+  const std::vector<lab::ChildRun> runs = lab::run_under_each_setting(lab, broken);
   if (runs.empty()) return;  // the device lets one process at a time use it (said why)
   if (!broken) {
     const int right = (runs[0].status == 0) + (runs[1].status == 0) + (runs[2].status == 0);
     cs::check_that("fixed_right_under_every_setting", right == 3,
                    cs::format("the fixed code was right under %d of the 3 settings", right));
-    lab.explain();
-    return;
+    return lab.explain();
   }
   // cross-stream --broken exits 3 when its race was lost, 77 when a setting hid it.
   const bool shown = runs[0].status == lab::kBugReproducedExitCode;
@@ -474,19 +413,14 @@ int main(int argc, char** argv) {
   };
   lab::Flags f;  // --case, --broken, --fixed, --list, --delay-ms, --elements
   cs::CommonOptions common;
-  cs::Options options("07_broken_vs_fixed_sync",
-                      "Synchronization bugs and their fixes, each a pair: --case NAME --broken | "
-                      "--fixed (with neither, broken then fixed).\nExit status: 0 right; 3 "
-                      "--broken and the bug was reproduced; 77 --broken under a setting that "
-                      "hides it; 1 a check failed.");
+  cs::Options options("07_broken_vs_fixed_sync", lab::kAbout);
   cs::Parts parts(options, cases);
   lab::add_flags(options, &f, cases);
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
   const std::vector<bool> variants = lab::variants_or_exit(f, parts, cases, common);
   const cs::LaunchEnvironment env = cs::launch_environment();  // before the first CUDA call
-
-  Lab lab(f, common, env, cs::select_device(common.device));  // prints the device
+  Lab lab(f, common, env, cs::select_device(common.device));   // prints the device
   cs::print_launch_environment(env);
   load_every_kernel();
   auto run = [&](const char* name, void (*part)(Lab&, bool)) {

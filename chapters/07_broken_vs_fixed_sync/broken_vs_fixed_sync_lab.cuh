@@ -22,6 +22,12 @@ namespace lab {
 // Exit status of a run of --broken variants that showed their bugs.
 constexpr int kBugReproducedExitCode = 3;
 
+// The program's --help text.
+constexpr const char* kAbout =
+    "Synchronization bugs and their fixes, each a pair: --case NAME --broken | --fixed (with "
+    "neither, broken then fixed).\nExit status: 0 right; 3 --broken and the bug was reproduced; 77 "
+    "--broken under a setting that hides it; 1 a check failed.";
+
 // The chapter's flags, with their defaults.
 struct Flags {
   std::string case_name = "all";  // --case: this chapter's name for --part
@@ -127,6 +133,13 @@ inline const CaseWords& words_of(const std::string& name) {
   std::abort();
 }
 
+// Why a setting hides the bug of a race between a slow stream and a quick one.
+constexpr const char* kLaunchWaited =
+    "the slow kernel's launch returned only after it had run, so the quick side was issued too "
+    "late to race it";
+constexpr const char* kOneQueue =
+    "the quick side sat in the one hardware queue behind the slow kernel";
+
 // What a run shares: the sizes, the environment, and the tally of the broken variants.
 struct Lab {
   Lab(const Flags& f, const cs::CommonOptions& options, const cs::LaunchEnvironment& environment,
@@ -166,6 +179,8 @@ struct Lab {
     }
     return "";
   }
+  // hides() for a race between a slow stream and a quick one.
+  std::string race_hidden() const { return hides(kLaunchWaited, kOneQueue); }
   // Starts a variant of case `name`: one line saying what it issues.
   void begin(const char* name, bool broken) {
     words = &words_of(name);
@@ -186,6 +201,28 @@ struct Lab {
     std::printf("The result was right this time: the bug %s\n", reason.c_str());
     hidden = reason;
     cs::check_skipped(check, reason);
+  }
+  // over-sync: whether both versions can be timed; if not, a skipped check says why. Broken: a
+  // setting that hides the slowdown. Fixed: no time measured, or no overlap possible.
+  bool can_time_over_sync(bool broken) {
+    const std::string skip =
+        broken ? hides("every launch already waited for its kernel", nullptr)
+               : cs::first_reason({common->timing_skip_reason(), cs::no_overlap_reason(env)});
+    if (!skip.empty() && broken) skip_hidden("over_sync_slowdown", skip);
+    if (!skip.empty() && !broken) {
+      cs::check_skipped(common->no_timing ? "over_sync_slowdown" : "sync_once_speedup", skip);
+    }
+    return skip.empty();
+  }
+  // use-after-free: what plain cudaFree's time, issued while a kernel spun delay_ms, says.
+  void say_how_long_cudafree_took(double inside_ms) const {
+    std::printf(
+        "plain cudaFree of an unrelated buffer, issued while a %d ms kernel ran: returned "
+        "after %s, so it %s\n",
+        delay_ms, cs::format_ms(inside_ms).c_str(),
+        env.launch_blocking           ? "found it done (the launch itself had waited)"
+        : inside_ms >= 0.5 * delay_ms ? "waited for the device to finish its work"
+                                      : "did not wait for the device on this system");
   }
   // The verdict of a broken variant whose bug is a wrong result: shown, hidden by a setting
   // (`hidden_reason` from hides()), or not shown.
@@ -249,13 +286,6 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-// Why a setting hides the bug of a race between a slow stream and a quick one.
-constexpr const char* kLaunchWaited =
-    "the slow kernel's launch returned only after it had run, so the quick side was issued too "
-    "late to race it";
-constexpr const char* kOneQueue =
-    "the quick side sat in the one hardware queue behind the slow kernel";
-
 // A producer's buffer A (zeros until it writes: what an early reader finds), and what the
 // consumer's B = sum(A) wrote: the sum and how many A[i] held the producer's value.
 struct SumBuffers {
@@ -306,6 +336,17 @@ struct SumBuffers {
     return seen == n && got == want;
   }
 };
+
+// What the reader of parts 3 and 4 copied, and what the block the writer filled next holds.
+struct ReaderScene {
+  std::vector<std::uint32_t> seen_by_reader, overwritten;
+};
+
+// over-sync's medians of both versions.
+inline void print_medians(const cs::Stats& once, const cs::Stats& every, int launches) {
+  std::printf("one sync at the end: %s; a sync after each of the %d launches: %s (medians of 7)\n",
+              cs::format_ms(once.median).c_str(), launches, cs::format_ms(every.median).c_str());
+}
 
 // over-sync's check: element i starts at i, `work` runs the kernels (each maps x to 3x + k + 1,
 // k = 0 .. kernels - 1, in its stream's order), and the result is compared with the CPU's.
@@ -362,12 +403,16 @@ inline ChildRun run_under(const std::string& setting, const std::string& args) {
   return run;
 }
 
-// Runs this program with `args` under the defaults, CUDA_LAUNCH_BLOCKING=1 and
-// CUDA_DEVICE_MAX_CONNECTIONS=1, printing what each run said; none where the device's compute
-// mode lets only one process use it at a time (a skipped check says so).
-inline std::vector<ChildRun> run_under_each_setting(const std::string& args, int device) {
+// Runs this program's cross-stream case (broken or fixed, with this run's sizes) under the
+// defaults, CUDA_LAUNCH_BLOCKING=1 and CUDA_DEVICE_MAX_CONNECTIONS=1, printing what each run said;
+// none where the device's compute mode lets only one process use it at a time (a skipped check
+// says so).
+inline std::vector<ChildRun> run_under_each_setting(const Lab& lab, bool broken) {
+  const std::string args =
+      cs::format("--case cross-stream %s --delay-ms %d --elements %zu --device %d",
+                 broken ? "--broken" : "--fixed", lab.delay_ms, lab.n, lab.device);
   int mode = 0;
-  CS_CHECK(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device));
+  CS_CHECK(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, lab.device));
   if (mode != cudaComputeModeDefault) {
     cs::check_skipped("runs_under_each_setting",
                       "the device's compute mode lets one process at a time use it");
