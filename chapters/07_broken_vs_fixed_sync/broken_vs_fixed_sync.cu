@@ -404,7 +404,7 @@ void part_hidden_by_setting(Lab& lab, bool broken) {
 int main(int argc, char** argv) {
   const std::vector<cs::Parts::Part> cases = {
       {"host-read", "the host reads a pinned buffer right after cudaMemcpyAsync"},
-      {"cross-stream", "sum() on stream s reads A before normal_() on p wrote it (the seed)"},
+      {"cross-stream", "sum() on stream c reads A before normal_() on p wrote it (the seed)"},
       {"reuse", "the next iteration overwrites a buffer another stream still reads"},
       {"use-after-free", "cudaFreeAsync on the wrong stream: the block is reused while read"},
       {"over-sync", "cudaDeviceSynchronize after every launch: right, but slow (measured)"},

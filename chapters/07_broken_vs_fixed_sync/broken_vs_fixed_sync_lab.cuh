@@ -394,7 +394,7 @@ inline ChildRun run_under(const std::string& setting, const std::string& args) {
     std::string text(line);
     if (!text.empty() && text.back() == '\n') text.pop_back();
     for (const char* keep :
-         {"BUG REPRODUCED", "bug NOT", "CHECK cross", "stream p ", "stream s "}) {
+         {"BUG REPRODUCED", "bug NOT", "CHECK cross", "stream p ", "stream c "}) {
       if (text.rfind(keep, 0) == 0) run.lines.push_back(text);
     }
   }

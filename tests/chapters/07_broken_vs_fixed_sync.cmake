@@ -15,7 +15,7 @@ chapter_test(NAME host_read.fixed LABELS gpu ARGS --case host-read --fixed
              MATCH "CHECK host_read_after_event_sync: 0 of 1048576 values differ" "Why it is right"
              NO_MATCH "BUG REPRODUCED")
 
-# cross-stream: the seed's normal_() on stream p and sum() on stream s.
+# cross-stream: the seed's normal_() on stream p and sum() on stream c.
 chapter_test(NAME cross_stream.broken LABELS gpu ARGS --case cross-stream --broken EXIT 3
              MATCH "BUG REPRODUCED: the consumer read [0-9]+ of 1048576 expected values \\(sum [0-9]+ instead of 3145726\\): it did not wait for the producer")
 chapter_test(NAME cross_stream.fixed LABELS gpu ARGS --case cross-stream --fixed
