@@ -1,14 +1,16 @@
 // Chapter 12's machinery: a reader may skip this file.
 //
-// What is here: the flags, a check for driver API calls (CU_CHECK), the reason a part cannot run
-// on this device (SKIP), a host watchdog that releases a stream wait nobody else would release,
+// What is here: the driver API functions the chapter calls (fetched from the driver the runtime
+// loaded), a check for driver API calls (CU_CHECK), the flags, the reason a part cannot run on
+// this device (SKIP), a host watchdog that releases a stream wait nobody else would release,
 // waiting on a flag in mapped host memory with a timeout, and the lines the parts print.
-// Every call the chapter teaches (green contexts, PDL launches, stream memory operations,
-// conditional graph nodes) stays in beyond_priorities.cu.
+// Every call the chapter teaches (green contexts, stream memory operations) stays in
+// beyond_priorities.cu.
 
 #pragma once
 
 #include <cuda.h>
+#include <cudaTypedefs.h>  // PFN_cuXxx_vNNNNN: the signature of each version of a driver function
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -24,45 +26,60 @@
 
 // The driver API functions the chapter calls, from the driver the runtime loaded
 // (cudaGetDriverEntryPointByVersion): the program needs no -lcuda, and on a machine without a
-// driver it still starts and says SKIP. A function this driver lacks stays nullptr.
+// driver it still starts and says SKIP. Each pointer has the type of one version of its function
+// (cudaTypedefs.h) and is asked for with exactly that version: cuGreenCtxStreamCreate appeared
+// in CUDA 12.5, so asking for it as of 12.4 gives nullptr (the first version of this chapter did
+// that, then called the null pointer). A function this driver lacks stays nullptr, and its name
+// goes into green_missing or memops_missing: the part that needs it is skipped, never called.
 namespace drv {
-inline decltype(&::cuGetErrorName) cuGetErrorName = nullptr;
-inline decltype(&::cuInit) cuInit = nullptr;
-inline decltype(&::cuDeviceGet) cuDeviceGet = nullptr;
-inline decltype(&::cuDeviceGetDevResource) cuDeviceGetDevResource = nullptr;
-inline decltype(&::cuDevSmResourceSplitByCount) cuDevSmResourceSplitByCount = nullptr;
-inline decltype(&::cuDevResourceGenerateDesc) cuDevResourceGenerateDesc = nullptr;
-inline decltype(&::cuGreenCtxCreate) cuGreenCtxCreate = nullptr;
-inline decltype(&::cuGreenCtxStreamCreate) cuGreenCtxStreamCreate = nullptr;
-inline decltype(&::cuGreenCtxGetDevResource) cuGreenCtxGetDevResource = nullptr;
-inline decltype(&::cuStreamDestroy) cuStreamDestroy = nullptr;
-inline decltype(&::cuGreenCtxDestroy) cuGreenCtxDestroy = nullptr;
-inline decltype(&::cuStreamWaitValue32) cuStreamWaitValue32 = nullptr;
-inline decltype(&::cuStreamWriteValue32) cuStreamWriteValue32 = nullptr;
+inline PFN_cuGetErrorName_v6000 cuGetErrorName = nullptr;
+inline PFN_cuDeviceGet_v2000 cuDeviceGet = nullptr;
+inline PFN_cuDeviceGetDevResource_v12040 cuDeviceGetDevResource = nullptr;
+inline PFN_cuDevSmResourceSplitByCount_v12040 cuDevSmResourceSplitByCount = nullptr;
+inline PFN_cuDevResourceGenerateDesc_v12040 cuDevResourceGenerateDesc = nullptr;
+inline PFN_cuGreenCtxCreate_v12040 cuGreenCtxCreate = nullptr;
+inline PFN_cuGreenCtxStreamCreate_v12050 cuGreenCtxStreamCreate = nullptr;
+inline PFN_cuGreenCtxGetDevResource_v12040 cuGreenCtxGetDevResource = nullptr;
+inline PFN_cuGreenCtxDestroy_v12040 cuGreenCtxDestroy = nullptr;
+inline PFN_cuStreamDestroy_v4000 cuStreamDestroy = nullptr;
+inline PFN_cuStreamWaitValue32_v11070 cuStreamWaitValue32 = nullptr;
+inline PFN_cuStreamWriteValue32_v11070 cuStreamWriteValue32 = nullptr;
+inline std::string green_missing, memops_missing;  // "cuGreenCtxStreamCreate (12.5) ..."
 
+// One function at one version. A driver older than `version` answers cudaErrorInvalidValue, one
+// without the function cudaDriverEntryPointSymbolNotFound: both leave nullptr.
 template <class F>
-void get(const char* name, F* fn) {
+void get(const char* name, F* fn, int version, std::string* missing) {
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
   void* address = nullptr;
-  CS_CHECK(cudaGetDriverEntryPointByVersion(name, &address, 12040, cudaEnableDefault, &found));
-  *fn = found == cudaDriverEntryPointSuccess ? reinterpret_cast<F>(address) : nullptr;
+  const cudaError_t error =
+      cudaGetDriverEntryPointByVersion(name, &address, version, cudaEnableDefault, &found);
+  if (error != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it
+  const bool ok = error == cudaSuccess && found == cudaDriverEntryPointSuccess && address;
+  *fn = ok ? reinterpret_cast<F>(address) : nullptr;
+  if (!ok && missing != nullptr)
+    *missing += cs::format("%s%s (CUDA %d.%d)", missing->empty() ? "" : ", ", name, version / 1000,
+                           version % 1000 / 10);
 }
 
+// #name is the function's own name: a macro of cuda.h (cuStreamDestroy -> cuStreamDestroy_v2)
+// renames the pointer, not the string.
+#define CS_DRV_GET(name, version, missing) ::drv::get(#name, &::drv::name, version, missing)
 inline void load() {
-  get("cuGetErrorName", &cuGetErrorName);
-  get("cuInit", &cuInit);
-  get("cuDeviceGet", &cuDeviceGet);
-  get("cuDeviceGetDevResource", &cuDeviceGetDevResource);
-  get("cuDevSmResourceSplitByCount", &cuDevSmResourceSplitByCount);
-  get("cuDevResourceGenerateDesc", &cuDevResourceGenerateDesc);
-  get("cuGreenCtxCreate", &cuGreenCtxCreate);
-  get("cuGreenCtxStreamCreate", &cuGreenCtxStreamCreate);
-  get("cuGreenCtxGetDevResource", &cuGreenCtxGetDevResource);
-  get("cuStreamDestroy", &cuStreamDestroy);
-  get("cuGreenCtxDestroy", &cuGreenCtxDestroy);
-  get("cuStreamWaitValue32", &cuStreamWaitValue32);
-  get("cuStreamWriteValue32", &cuStreamWriteValue32);
+  CS_DRV_GET(cuGetErrorName, 6000, nullptr);
+  CS_DRV_GET(cuDeviceGet, 2000, &green_missing);
+  CS_DRV_GET(cuDeviceGetDevResource, 12040, &green_missing);
+  CS_DRV_GET(cuDevSmResourceSplitByCount, 12040, &green_missing);
+  CS_DRV_GET(cuDevResourceGenerateDesc, 12040, &green_missing);
+  CS_DRV_GET(cuGreenCtxCreate, 12040, &green_missing);
+  CS_DRV_GET(cuGreenCtxStreamCreate, 12050, &green_missing);
+  CS_DRV_GET(cuGreenCtxGetDevResource, 12040, &green_missing);
+  CS_DRV_GET(cuGreenCtxDestroy, 12040, &green_missing);
+  CS_DRV_GET(cuStreamDestroy, 4000, &green_missing);
+  CS_DRV_GET(cuStreamWaitValue32, 11070, &memops_missing);
+  CS_DRV_GET(cuStreamWriteValue32, 11070, &memops_missing);
 }
+#undef CS_DRV_GET
 }  // namespace drv
 
 namespace lab {
@@ -74,11 +91,8 @@ struct Flags {
   int flood_ms = 20;      // green: how long each flood block runs
   int short_us = 20;      // green: how long the latency-critical kernel runs
   int sms = 16;           // green: SMs asked for the latency-critical partition
-  int chain = 1000;       // pdl: dependent kernels in the chain
-  int prologue_us = 10;   // pdl: work before cudaGridDependencySynchronize
   int releases = 50;      // memops: host releases timed
   int watchdog_ms = 100;  // memops: how long a wait may last before the watchdog releases it
-  int iterations = 1000;  // graph: loop iterations
   int repeats = 3;        // timed runs of each case (the median is reported)
 };
 
@@ -88,14 +102,10 @@ inline void add_flags(cs::Options& options, Flags* f) {
                   "green: how long the latency-critical kernel runs, in us");
   options.add_int("sms", &f->sms, 1, 256,
                   "green: SMs asked for the latency-critical partition (the driver rounds up)");
-  options.add_int("chain", &f->chain, 10, 100000, "pdl: dependent kernels in one chain");
-  options.add_int("prologue-us", &f->prologue_us, 1, 1000,
-                  "pdl: work each kernel does before it needs its predecessor's output, in us");
   options.add_int("releases", &f->releases, 1, 10000,
                   "memops: host releases of a waiting stream timed");
   options.add_int("watchdog-ms", &f->watchdog_ms, 10, 10000,
                   "memops: how long a stream may wait before the host watchdog releases it, in ms");
-  options.add_int("iterations", &f->iterations, 1, 1000000, "graph: iterations of the loop");
   options.add_int("repeats", &f->repeats, 1, 100,
                   "timed runs of each case (the median is reported)");
 }
@@ -161,26 +171,25 @@ class Watchdog {
   bool fired() const { return fired_; }
 
  private:
-  std::mutex mutex_;
+  std::mutex mutex_;  // declared before thread_: they exist before the thread starts
   std::condition_variable cv_;
   bool done_ = false;
   std::atomic<bool> fired_{false};
   std::thread thread_;
 };
 
-inline void print_row(const std::string& what, double value_us) {
-  std::printf("  %-58s %10s\n", what.c_str(), cs::format_ms(value_us / 1000.0).c_str());
+// The SMs of part 1: the device's, the ones asked for and the ones each green context got.
+inline void print_sms(const CUdevResource& all, const CUdevResource& granted,
+                      const CUdevResource& rest, int asked) {
+  std::printf(
+      "SMs: %u on the device (partitions of at least %u, in steps of %u); asked %d, the\n"
+      "short kernel's green context got %u, the flood's %u.\n",
+      all.sm.smCount, all.sm.minSmPartitionSize, all.sm.smCoscheduledAlignment, asked,
+      granted.sm.smCount, rest.sm.smCount);
 }
 
-// The four per-kernel times of part 2, in us: [in a graph][with PDL].
-inline void print_pdl(int chain, int prologue_us, const double us[2][2]) {
-  std::printf("%d dependent kernels, time per kernel (medians):\n", chain);
-  std::printf("  %-44s %10s %10s\n", "", "without PDL", "with PDL");
-  std::printf("  %-44s %8.2f us %8.2f us\n",
-              cs::format("in a stream, %d us prologue each", prologue_us).c_str(), us[0][0],
-              us[0][1]);
-  std::printf("  %-44s %8.2f us %8.2f us\n", "captured in a graph, no prologue", us[1][0],
-              us[1][1]);
+inline void print_row(const std::string& what, double value_us) {
+  std::printf("  %-58s %10s\n", what.c_str(), cs::format_ms(value_us / 1000.0).c_str());
 }
 
 }  // namespace lab

@@ -1,23 +1,27 @@
-// Exercise for chapter 12: a PDL consumer that reads too early.
+// Exercise for chapter 12: a stream memory wait that lets its consumer through too early.
 //
 // The task
-//   A slow producer (it waits 5 ms on the GPU, then writes values that differ in every round)
-//   lets its dependent launch at once (cudaTriggerProgrammaticLaunchCompletion). The consumer is
-//   launched with programmatic dependent launch, so it starts while the producer still waits. As
-//   given it reads the producer's output before cudaGridDependencySynchronize, and every value it
-//   computes is stale. Make the results right and keep the PDL launch. The line marked
-//   TODO(exercise) is where to look. Do not change the producer, the launch or the check.
+//   Stream B runs a slow producer (it waits 5 ms on the GPU, then writes values that differ in
+//   every round) and then, with cuStreamWriteValue32, writes round + 1 into a flag in mapped
+//   host memory. Stream A waits on that flag with cuStreamWaitValue32(..., GEQ) and then runs
+//   the consumer, with no event between the streams. As given, A waits for a value the flag
+//   already holds, so the consumer reads the data before the producer wrote it, and every
+//   value it computes is wrong. Make the results right, with the same two streams and the flag
+//   (no event, no synchronization of B). The line marked TODO(exercise) is where to look. Do not
+//   change the producer, stream B's work or the check. A wait for a value nobody ever writes
+//   does not hang the program: after 2 s the host releases it and the program says so.
 //
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/12_beyond_priorities_exercise
 //   ctest --preset default -L exercise -R 12_beyond_priorities_exercise
 //
-// It needs compute capability 9.0 (Hopper) or newer; elsewhere it says SKIP: and exits 77.
+// It needs a driver with stream memory operations; elsewhere it says SKIP: and exits 77.
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
-#include <string>
 #include <vector>
 
 #include "cuda_streams.hpp"
@@ -25,15 +29,13 @@
 
 constexpr int kThreads = 128;
 constexpr int kBlocks = 8;
+constexpr double kDeadlineMs = 2000;  // a wait still blocked after this was waiting for nothing
 
 __host__ __device__ unsigned int produced_value(int round, int i) {
   return static_cast<unsigned int>(round + 1) * 1000003u + static_cast<unsigned int>(i);
 }
 
 __global__ void producer(unsigned int* data, int n, unsigned long long delay_ns, int round) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cudaTriggerProgrammaticLaunchCompletion();  // the consumer may launch now
-#endif
   if (threadIdx.x == 0) {
     const unsigned long long start = cs::globaltimer_ns();
     while (cs::globaltimer_ns() - start < delay_ns) {
@@ -46,58 +48,83 @@ __global__ void producer(unsigned int* data, int n, unsigned long long delay_ns,
 
 __global__ void consumer(const unsigned int* data, unsigned int* out, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned int x = data[i];   // TODO(exercise): is the producer's value there yet?
-  cudaGridDependencySynchronize();  // waits for the producer's end and its writes
-#else
-  const unsigned int x{data[i]};  // before Hopper: no PDL, plain stream order
-#endif
-  out[i] = 3u * x + 1u;
+  if (i < n) out[i] = 3u * data[i] + 1u;
+}
+
+// A driver function at the version whose signature cudaTypedefs.h gives; nullptr if absent.
+template <class F>
+F driver_function(const char* name, int version) {
+  void* address = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &address, version, cudaEnableDefault, &found) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return found == cudaDriverEntryPointSuccess ? reinterpret_cast<F>(address) : nullptr;
 }
 
 int main(int argc, char** argv) {
   int rounds = 4;
   cs::CommonOptions common;
   cs::Options options("12_beyond_priorities_exercise",
-                      "A PDL consumer that reads its producer's output too early.");
+                      "A stream memory wait that lets its consumer through too early.");
   options.add_int("rounds", &rounds, 1, 50, "producer/consumer rounds");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
-  const cudaDeviceProp prop = cs::select_device(common.device);
-  if (prop.major < 9) cs::skip("PDL needs compute capability 9.0 or newer");
+  cs::select_device(common.device);
+  const auto wait_value =
+      driver_function<PFN_cuStreamWaitValue32_v11070>("cuStreamWaitValue32", 11070);
+  const auto write_value =
+      driver_function<PFN_cuStreamWriteValue32_v11070>("cuStreamWriteValue32", 11070);
+  if (wait_value == nullptr || write_value == nullptr)
+    cs::skip("this driver has no stream memory operations");
 
   const int n = kBlocks * kThreads;
-  unsigned int *data = nullptr, *out = nullptr;
-  cudaStream_t stream = nullptr;
-  CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  unsigned int *data = nullptr, *out = nullptr, *flag = nullptr, *device_flag = nullptr;
+  cudaStream_t a = nullptr, b = nullptr;
+  CS_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CS_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
   CS_CHECK(cudaMalloc(&data, n * sizeof(unsigned int)));
   CS_CHECK(cudaMalloc(&out, n * sizeof(unsigned int)));
+  CS_CHECK(cudaHostAlloc(&flag, sizeof(unsigned int), cudaHostAllocMapped));
+  CS_CHECK(cudaHostGetDevicePointer(&device_flag, flag, 0));
+  volatile unsigned int* host_flag = flag;
+  *host_flag = 0;
+  const CUdeviceptr flag_address = reinterpret_cast<CUdeviceptr>(device_flag);
   std::vector<unsigned int> got(n), want(n);
   cs::Comparison results;
-  for (int round = 0; round < rounds; ++round) {
-    CS_CHECK(cudaMemsetAsync(data, 0, n * sizeof(unsigned int), stream));
-    producer<<<kBlocks, kThreads, 0, stream>>>(data, n, 5000000ull, round);
+  bool hung = false;
+  for (int round = 0; round < rounds && !hung; ++round) {
+    // Stream B: stale data, the slow producer, then the flag says "round + 1 is ready".
+    CS_CHECK(cudaMemsetAsync(data, 0, n * sizeof(unsigned int), b));
+    producer<<<kBlocks, kThreads, 0, b>>>(data, n, 5000000ull, round);
     CS_CHECK_LAUNCH();
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(kBlocks);
-    config.blockDim = dim3(kThreads);
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    CS_CHECK(cudaLaunchKernelEx(&config, consumer, static_cast<const unsigned int*>(data), out, n));
-    CS_CHECK(
-        cudaMemcpyAsync(got.data(), out, n * sizeof(unsigned int), cudaMemcpyDeviceToHost, stream));
-    CS_CHECK(cudaStreamSynchronize(stream));
+    if (write_value(b, flag_address, round + 1, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS)
+      cs::skip("cuStreamWriteValue32 is not supported here");
+    // Stream A: wait for the flag, then consume.
+    const cuuint32_t ready = round;  // TODO(exercise): which value says this round's data is there?
+    if (wait_value(a, flag_address, ready, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
+      cs::skip("cuStreamWaitValue32 is not supported here");
+    consumer<<<kBlocks, kThreads, 0, a>>>(data, out, n);
+    CS_CHECK_LAUNCH();
+    CS_CHECK(cudaMemcpyAsync(got.data(), out, n * sizeof(unsigned int), cudaMemcpyDeviceToHost, a));
+    const double from = cs::host_now_ms();  // poll with a deadline: a wait may never be met
+    while (cudaStreamQuery(a) == cudaErrorNotReady && !hung)
+      hung = cs::host_now_ms() - from > kDeadlineMs;
+    if (hung) *host_flag = ~0u;  // release the wait that nobody would have satisfied
+    CS_CHECK(cudaStreamSynchronize(a));
+    CS_CHECK(cudaStreamSynchronize(b));
     for (int i = 0; i < n; ++i) want[i] = 3u * produced_value(round, i) + 1u;
     cs::accumulate(results, cs::compare(got.data(), want.data(), n));
   }
   cs::report_comparison("consumer_results", results);
+  cs::check_that(
+      "no_wait_hung", !hung,
+      hung ? "stream A waited 2 s for a value stream B never writes" : "every wait was met");
   CS_CHECK(cudaFree(data));
   CS_CHECK(cudaFree(out));
-  CS_CHECK(cudaStreamDestroy(stream));
+  CS_CHECK(cudaFreeHost(flag));
+  for (cudaStream_t s : {a, b}) CS_CHECK(cudaStreamDestroy(s));
   return cs::finish();
 }

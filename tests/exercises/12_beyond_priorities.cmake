@@ -1,12 +1,12 @@
-# Exercise of chapter 12: a PDL consumer reads before cudaGridDependencySynchronize; the fix reads
-# after it. exercise_solution() passes its texts through a CMake list, so they contain no ';': the
-# wait moves into the read through the comma operator.
+# Exercise of chapter 12: stream A waits on a flag for a value it already holds, so its consumer
+# reads before stream B's producer wrote; the fix waits for the value B writes after its producer.
 exercise_solution(
-  REPLACE [=[const unsigned int x = data[i]]=]
-          [=[const unsigned int x = (cudaGridDependencySynchronize(), data[i])]=])
+  REPLACE [=[const cuuint32_t ready = round;]=]
+          [=[const cuuint32_t ready = round + 1;]=])
 
-# 4 rounds of 1024 values behind a 5 ms producer: read early, every value is stale.
+# 4 rounds of 1024 values behind a 5 ms producer: let through early, every value is wrong.
 exercise_test(MATCH "CHECK consumer_results: 0 of 4096 values differ from the CPU reference ... PASS"
+                    "CHECK no_wait_hung: .* PASS"
                     "All [0-9]+ checks passed"
               NO_MATCH "FAIL")
 

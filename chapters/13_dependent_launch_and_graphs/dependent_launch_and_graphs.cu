@@ -1,0 +1,374 @@
+// Chapter 13: programmatic dependent launch and conditional graph nodes
+//
+// In a stream a kernel starts only after the one before it has ended, and a loop whose end the
+// GPU decides costs the host a round trip per iteration. CUDA 12.3 and later (Hopper for the
+// first) take both waits out: programmatic dependent launch (PDL) lets a kernel start before its
+// predecessor ends, so its prologue overlaps the predecessor's tail, and it must then call
+// cudaGridDependencySynchronize before it reads the predecessor's output; a conditional while
+// node runs a loop inside one graph launch, the GPU deciding when to stop. Chapter 12 showed the
+// other two answers to what priorities cannot give: green contexts and stream memory operations.
+//
+// Build and run
+//   cmake --preset default && cmake --build --preset default
+//   build/bin/13_dependent_launch_and_graphs
+// clang-format off
+//   nvcc -std=c++17 -Icommon/include chapters/13_dependent_launch_and_graphs/dependent_launch_and_graphs.cu common/src/*.cpp -o 13_dependent_launch_and_graphs
+// clang-format on
+//   build/bin/13_dependent_launch_and_graphs --part pdl   # one part: pdl or graph
+//   build/bin/13_dependent_launch_and_graphs --help       # every flag
+//
+// What to expect (dependent_launch_and_graphs_lab.cuh holds the flags and the printed tables; a
+// reader may skip it)
+//   1. pdl: a chain of kernels whose prologue overlaps the predecessor's tail runs faster with
+//      PDL; a chain captured in a graph without a prologue does not; reading the predecessor's
+//      output before cudaGridDependencySynchronize reads stale data, after it the right data.
+//   2. graph: a while loop in one graph launch (a conditional node) against a host loop that
+//      synchronizes every iteration to decide whether to go on.
+// A part the device or driver cannot run says SKIP: and why (alone, with --part, exit 77). The
+// exit status is 0 when all checks pass.
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cuda_streams.hpp"
+#include "cuda_streams/device_clock.cuh"
+#include "dependent_launch_and_graphs_lab.cuh"
+
+using lab::kThreads;
+
+// Kernels
+
+__device__ void spin_for(unsigned long long ns) {  // wall time, whatever the clock rate
+  const unsigned long long start = cs::globaltimer_ns();
+  while (cs::globaltimer_ns() - start < ns) {
+  }
+}
+
+// PDL's two device calls exist from compute capability 9.0 (griddepcontrol); without a PDL
+// launch they return at once, so the same kernels also run in plain stream order.
+__device__ void let_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();  // the next kernel may start now (no visibility)
+#endif
+}
+__device__ void wait_for_predecessor() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();  // the predecessor has finished, its writes are visible
+#endif
+}
+
+// One link of a chain: a prologue that does not need the predecessor's output (a stand-in for
+// loading weights or setting up shared memory), then the work that does: out = in + 1.
+__global__ void chain_step(const unsigned int* in, unsigned int* out, int n,
+                           unsigned long long prologue_ns) {
+  let_dependent_launch();
+  if (threadIdx.x == 0 && prologue_ns > 0) spin_for(prologue_ns);
+  __syncthreads();
+  wait_for_predecessor();
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    out[i] = in[i] + 1u;
+  }
+}
+
+__host__ __device__ unsigned int produced_value(unsigned int round, int i) {
+  return round * 2654435761u + i;
+}
+
+// A producer made slow on purpose, so that a consumer that reads too early loses every time.
+__global__ void slow_producer(unsigned int* data, int n, unsigned long long delay_ns,
+                              unsigned int round) {
+  let_dependent_launch();  // at once: a PDL consumer may start while this one still waits
+  if (threadIdx.x == 0) spin_for(delay_ns);
+  __syncthreads();
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    data[i] = produced_value(round, i);
+  }
+}
+
+// out = 3 * data + 1, one element per thread. read_early: reads data before the wait (the bug).
+__global__ void consumer(const unsigned int* data, unsigned int* out, int n, bool read_early) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned int x = (read_early && i < n) ? data[i] : 0u;
+  wait_for_predecessor();
+  if (i < n) out[i] = 3u * (read_early ? x : data[i]) + 1u;
+}
+
+__host__ __device__ unsigned int lcg(unsigned int x) {
+  return x * 1664525u + 1013904223u;
+}
+
+// One loop iteration: every value takes one step; one thread counts the iteration and decides
+// whether to go on, into the conditional node's handle (graph) or into `go_on` (host loop).
+__global__ void loop_body(unsigned int* data, int n, unsigned int* counter, unsigned int iterations,
+                          cudaGraphConditionalHandle handle, unsigned int* go_on) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    data[i] = lcg(data[i]);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const unsigned int more = ++*counter < iterations ? 1u : 0u;
+    if (go_on != nullptr)
+      *go_on = more;
+    else
+      cudaGraphSetConditional(handle, more);  // 0 ends the while loop
+  }
+}
+
+// Part 1: programmatic dependent launch: a kernel starts before its predecessor ends
+
+// Launches `kernel` into `stream`; with pdl, it may start as soon as every block of the kernel
+// before it has called cudaTriggerProgrammaticLaunchCompletion (or exited).
+template <class... Params, class... Args>
+void launch(bool pdl, int blocks, cudaStream_t stream, void (*kernel)(Params...), Args... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(kThreads);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  CS_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+// Broken and fixed: a PDL consumer reads its producer's output before, or after,
+// cudaGridDependencySynchronize.
+void pdl_early_read(unsigned int* data, unsigned int* out, int n, int blocks, cudaStream_t stream,
+                    int repeats, bool fixed_only, const cs::LaunchEnvironment& env) {
+  std::vector<unsigned int> host(n), want(n);
+  constexpr unsigned long long kProducerNs = 2000000;  // 2 ms: the early read loses every time
+  cs::Comparison broken, fixed;
+  for (int round = 0; round < 2 * repeats; ++round) {
+    const bool read_early = round % 2 == 0;
+    if (read_early && fixed_only) continue;
+    CS_CHECK(cudaMemsetAsync(data, 0xff, n * sizeof(unsigned int), stream));  // stale data
+    slow_producer<<<blocks, kThreads, 0, stream>>>(data, n, kProducerNs, round);
+    CS_CHECK_LAUNCH();
+    launch(true, blocks, stream, consumer, data, out, n, read_early);
+    // In the consumer's stream: a plain cudaMemcpy (legacy default stream) would not wait for
+    // a non-blocking stream, and could copy `out` before the consumer wrote it.
+    CS_CHECK(cudaMemcpyAsync(host.data(), out, n * sizeof(unsigned int), cudaMemcpyDeviceToHost,
+                             stream));
+    CS_CHECK(cudaStreamSynchronize(stream));
+    for (int i = 0; i < n; ++i) want[i] = 3u * produced_value(round, i) + 1u;
+    cs::accumulate(read_early ? broken : fixed, cs::compare(host.data(), want.data(), n));
+  }
+  std::printf(
+      "Reading the producer's output before cudaGridDependencySynchronize: %zu of %zu values "
+      "stale.\n",
+      broken.wrong, broken.total);
+  cs::report_comparison("read_after_sync_results", fixed);
+  const std::string skip = cs::first_reason(
+      {fixed_only ? "--fixed: the broken consumer did not run" : "",
+       env.launch_blocking
+           ? "CUDA_LAUNCH_BLOCKING=1: the producer ended before the consumer launched"
+           : ""});
+  if (skip.empty())
+    cs::check_that("read_before_sync_is_stale", broken.wrong > 0,
+                   cs::format("%zu of %zu values stale", broken.wrong, broken.total));
+  else
+    cs::check_skipped("read_before_sync_is_stale", skip);
+}
+
+void part_pdl(const lab::Flags& f, const cudaDeviceProp& prop, const cs::LaunchEnvironment& env,
+              const cs::CommonOptions& common, const cs::Parts& parts) {
+  if (prop.major < 9)
+    return lab::skip_part(parts, "PDL needs compute capability 9.0, this is " +
+                                     std::to_string(prop.major) + "." + std::to_string(prop.minor));
+  constexpr int kBlocks = 4, n = kBlocks * kThreads;
+  cudaStream_t stream = nullptr;
+  CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  unsigned int *buf[2] = {nullptr, nullptr}, *init = nullptr;
+  for (auto** p : {&buf[0], &buf[1], &init}) CS_CHECK(cudaMalloc(p, n * sizeof(unsigned int)));
+  std::vector<unsigned int> host(n), want(n);
+  for (int i = 0; i < n; ++i) host[i] = i, want[i] = i + f.chain;
+  CS_CHECK(cudaMemcpyAsync(init, host.data(), n * sizeof(unsigned int), cudaMemcpyHostToDevice,
+                           stream));  // in stream order: the chains below copy `init` from it
+  auto chain = [&](bool pdl, unsigned long long prologue_ns) {
+    for (int k = 0; k < f.chain; ++k)
+      launch(pdl, kBlocks, stream, chain_step, buf[k % 2], buf[(k + 1) % 2], n, prologue_ns);
+  };
+  cs::Comparison results;
+  double per_kernel_us[2][2] = {};  // [in a graph][with PDL]
+  for (int in_graph = 0; in_graph < 2; ++in_graph) {
+    for (int pdl = 0; pdl < 2; ++pdl) {
+      const unsigned long long prologue_ns = in_graph ? 0 : f.prologue_us * 1000ull;
+      cudaGraphExec_t exec = nullptr;
+      if (in_graph) {  // the same launches, captured: PDL becomes a programmatic edge
+        cudaGraph_t graph = nullptr;
+        CS_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        chain(pdl, prologue_ns);
+        CS_CHECK(cudaStreamEndCapture(stream, &graph));
+        CS_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        CS_CHECK(cudaGraphDestroy(graph));
+      }
+      const cs::Stats t = cs::time_on_stream_ms(stream, 1, f.repeats, [&] {
+        CS_CHECK(cudaMemcpyAsync(buf[0], init, n * sizeof(unsigned int), cudaMemcpyDeviceToDevice,
+                                 stream));
+        if (in_graph)
+          CS_CHECK(cudaGraphLaunch(exec, stream));
+        else
+          chain(pdl, prologue_ns);
+      });
+      per_kernel_us[in_graph][pdl] = t.median * 1e3 / f.chain;
+      CS_CHECK(cudaMemcpy(host.data(), buf[f.chain % 2], n * sizeof(unsigned int),
+                          cudaMemcpyDeviceToHost));
+      cs::accumulate(results, cs::compare(host.data(), want.data(), n));
+      if (exec != nullptr) CS_CHECK(cudaGraphExecDestroy(exec));
+    }
+  }
+  lab::print_pdl(f.chain, f.prologue_us, per_kernel_us);
+  cs::report_comparison("chain_results", results);
+  const double with_prologue =
+      per_kernel_us[0][0] > 0 ? per_kernel_us[0][1] / per_kernel_us[0][0] : 0;
+  const double in_graph = per_kernel_us[1][0] > 0 ? per_kernel_us[1][1] / per_kernel_us[1][0] : 0;
+  // The prologue overlaps the predecessor: per kernel at most 0.9 of the plain chain's time.
+  // Under CUDA_LAUNCH_BLOCKING=1 each launch returns after its kernel: nothing can overlap.
+  constexpr double kPdlGainMax = 0.9;
+  const std::string skip =
+      cs::first_reason({common.timing_skip_reason(), cs::no_overlap_reason(env)});
+  cs::check_or_skip(skip, "pdl_prologue_overlap", with_prologue, cs::Compare::at_most, kPdlGainMax,
+                    "x", "per kernel with PDL / without, in a stream, with a prologue");
+  // No prologue, in a graph (launches already cheap): nothing to overlap, PDL gains under 10%.
+  constexpr double kPdlNoGainMin = 0.9;
+  cs::check_or_skip(common.timing_skip_reason(), "pdl_no_gain_in_graph", in_graph,
+                    cs::Compare::at_least, kPdlNoGainMin, "x",
+                    "per kernel with PDL / without, in a graph, no prologue");
+
+  pdl_early_read(buf[0], buf[1], n, kBlocks, stream, f.repeats, f.fixed, env);
+  for (unsigned int* p : {buf[0], buf[1], init}) CS_CHECK(cudaFree(p));
+  CS_CHECK(cudaStreamDestroy(stream));
+}
+
+// Part 2: a while loop inside one graph launch
+
+// The graph of part 2: one conditional while node; its body graph, made by the node, holds one
+// kernel that counts the iteration and sets the condition. Returns why this driver cannot, or "".
+std::string build_while_loop(unsigned int* data, int n, unsigned int* counter,
+                             unsigned int iterations, cudaGraph_t* graph, cudaGraphExec_t* exec) {
+  CS_CHECK(cudaGraphCreate(graph, 0));
+  cudaGraphConditionalHandle handle = 0;  // 1 at every launch: the body runs at least once
+  cudaError_t made =
+      cudaGraphConditionalHandleCreate(&handle, *graph, 1, cudaGraphCondAssignDefault);
+  cudaGraphNodeParams params{};  // zero: every field this program does not set
+  params.type = cudaGraphNodeTypeConditional;
+  params.conditional.handle = handle;
+  params.conditional.type = cudaGraphCondTypeWhile;
+  params.conditional.size = 1;  // one body graph
+  cudaGraphNode_t loop = nullptr, step = nullptr;
+  if (made == cudaSuccess) made = cudaGraphAddNode(&loop, *graph, nullptr, nullptr, 0, &params);
+  if (made != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it
+    CS_CHECK(cudaGraphDestroy(*graph));
+    return cs::format("no conditional graph nodes here: %s", cudaGetErrorName(made));
+  }
+  cudaGraph_t body = params.conditional.phGraph_out[0];  // owned by the node
+  unsigned int* no_go_on = nullptr;  // the graph's loop decides through the handle
+  void* args[] = {&data, &n, &counter, &iterations, &handle, &no_go_on};
+  cudaKernelNodeParams kernel{};  // the node copies the arguments: the locals may go
+  kernel.func = reinterpret_cast<void*>(loop_body);
+  kernel.gridDim = dim3(n / kThreads);
+  kernel.blockDim = dim3(kThreads);
+  kernel.kernelParams = args;
+  CS_CHECK(cudaGraphAddKernelNode(&step, body, nullptr, 0, &kernel));
+  CS_CHECK(cudaGraphInstantiate(exec, *graph, 0));
+  return "";
+}
+
+void part_graph(const lab::Flags& f, const cs::CommonOptions& common, const cs::Parts& parts) {
+  constexpr int kBlocks = 4, n = kBlocks * kThreads;
+  const unsigned int iterations = f.iterations;
+  cudaStream_t stream = nullptr;
+  CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  unsigned int *data = nullptr, *counter = nullptr, *go_on = nullptr, *host_go_on = nullptr;
+  CS_CHECK(cudaMalloc(&data, n * sizeof(unsigned int)));
+  CS_CHECK(cudaMalloc(&counter, 2 * sizeof(unsigned int)));
+  go_on = counter + 1;
+  CS_CHECK(cudaMallocHost(&host_go_on, sizeof(unsigned int)));
+  std::vector<unsigned int> init(n), want(n), got(n);
+  for (int i = 0; i < n; ++i) init[i] = i, want[i] = i;
+  for (unsigned int k = 0; k < iterations; ++k)
+    for (auto& x : want) x = lcg(x);
+
+  cudaGraph_t graph = nullptr;  // the loop, built by build_while_loop() above
+  cudaGraphExec_t exec = nullptr;
+  const std::string missing = build_while_loop(data, n, counter, iterations, &graph, &exec);
+  if (!missing.empty()) {
+    for (unsigned int* p : {data, counter}) CS_CHECK(cudaFree(p));
+    CS_CHECK(cudaFreeHost(host_go_on));
+    CS_CHECK(cudaStreamDestroy(stream));
+    return lab::skip_part(parts, missing);
+  }
+
+  cs::Comparison results;
+  auto reset = [&] {
+    CS_CHECK(cudaMemcpyAsync(data, init.data(), n * sizeof(unsigned int), cudaMemcpyHostToDevice,
+                             stream));
+    CS_CHECK(cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream));
+    CS_CHECK(cudaStreamSynchronize(stream));
+  };
+  auto verify = [&] {
+    CS_CHECK(cudaMemcpy(got.data(), data, n * sizeof(unsigned int), cudaMemcpyDeviceToHost));
+    cs::accumulate(results, cs::compare(got.data(), want.data(), n));
+  };
+  std::vector<double> graph_ms, host_ms;
+  for (int r = 0; r <= f.repeats; ++r) {  // r == 0 warms up
+    reset();
+    double from = cs::host_now_ms();
+    CS_CHECK(cudaGraphLaunch(exec, stream));  // every iteration, and the decisions, on the GPU
+    CS_CHECK(cudaStreamSynchronize(stream));
+    if (r > 0) graph_ms.push_back(cs::host_now_ms() - from);
+    verify();
+    reset();
+    from = cs::host_now_ms();
+    do {  // the host decides: launch, copy the decision back, wait for it, read it
+      loop_body<<<kBlocks, kThreads, 0, stream>>>(data, n, counter, iterations, 0, go_on);
+      CS_CHECK_LAUNCH();
+      CS_CHECK(
+          cudaMemcpyAsync(host_go_on, go_on, sizeof(unsigned int), cudaMemcpyDeviceToHost, stream));
+      CS_CHECK(cudaStreamSynchronize(stream));
+    } while (*host_go_on != 0);
+    if (r > 0) host_ms.push_back(cs::host_now_ms() - from);
+    verify();
+  }
+  const double graph_us = cs::median(graph_ms) * 1e3 / iterations;
+  const double host_us = cs::median(host_ms) * 1e3 / iterations;
+  std::printf("%u iterations, per iteration (medians of %d runs):\n", iterations, f.repeats);
+  lab::print_row("while node in one graph launch (cudaGraphSetConditional)", graph_us);
+  lab::print_row("host loop: launch, copy the decision back, synchronize", host_us);
+  cs::report_comparison("loop_results", results);
+  // The GPU decides without a round trip to the host per iteration: at most half its time.
+  constexpr double kGraphLoopRatioMax = 0.5;
+  cs::check_or_skip(common.timing_skip_reason(), "graph_loop_ratio",
+                    host_us > 0 ? graph_us / host_us : 0, cs::Compare::at_most, kGraphLoopRatioMax,
+                    "x", "per iteration in the graph / in the host loop");
+  CS_CHECK(cudaGraphExecDestroy(exec));
+  CS_CHECK(cudaGraphDestroy(graph));
+  CS_CHECK(cudaFreeHost(host_go_on));
+  CS_CHECK(cudaFree(data));
+  CS_CHECK(cudaFree(counter));
+  CS_CHECK(cudaStreamDestroy(stream));
+}
+
+int main(int argc, char** argv) {
+  lab::Flags f;
+  cs::CommonOptions common;
+  cs::Options options("13_dependent_launch_and_graphs",
+                      "Programmatic dependent launch and a conditional while node in a graph.");
+  cs::Parts parts(options, {{"pdl", "programmatic dependent launch: where it helps, where not"},
+                            {"graph", "a while loop in one graph launch against a host loop"}});
+  lab::add_flags(options, &f);
+  cs::add_common_options(options, &common);
+  cs::parse_or_exit(options, argc, argv);  // stdout is line-buffered from here on
+  const cs::LaunchEnvironment env = cs::launch_environment();  // before the first CUDA call
+
+  const cudaDeviceProp prop = cs::select_device(common.device);
+  cs::print_launch_environment(env);
+
+  if (parts.begin("pdl")) part_pdl(f, prop, env, common, parts);
+  if (parts.begin("graph")) part_graph(f, common, parts);
+  return cs::finish();
+}

@@ -1,0 +1,60 @@
+// Chapter 13's machinery: a reader may skip this file.
+//
+// What is here: the flags, the reason a part cannot run on this device (SKIP), and the lines the
+// parts print. Every call the chapter teaches (PDL launches, conditional graph nodes) stays in
+// dependent_launch_and_graphs.cu.
+
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "cuda_streams.hpp"
+
+namespace lab {
+
+constexpr int kThreads = 128;  // per block, for every kernel of the chapter
+
+struct Flags {
+  int chain = 1000;       // pdl: dependent kernels in the chain
+  int prologue_us = 10;   // pdl: work before cudaGridDependencySynchronize
+  bool fixed = false;     // pdl: run only the fixed consumer of the broken/fixed pair
+  int iterations = 1000;  // graph: loop iterations
+  int repeats = 3;        // timed runs of each case (the median is reported)
+};
+
+inline void add_flags(cs::Options& options, Flags* f) {
+  options.add_int("chain", &f->chain, 10, 100000, "pdl: dependent kernels in one chain");
+  options.add_int("prologue-us", &f->prologue_us, 1, 1000,
+                  "pdl: work each kernel does before it needs its predecessor's output, in us");
+  options.add_flag("fixed", &f->fixed,
+                   "pdl: run only the fixed consumer of the broken/fixed pair (for "
+                   "compute-sanitizer, which serializes kernels)");
+  options.add_int("iterations", &f->iterations, 1, 1000000, "graph: iterations of the loop");
+  options.add_int("repeats", &f->repeats, 1, 100,
+                  "timed runs of each case (the median is reported)");
+}
+
+// A part that this device or driver cannot run: alone (--part NAME) the program skips (77);
+// among all parts it says why and the others go on.
+inline void skip_part(const cs::Parts& parts, const std::string& reason) {
+  if (parts.chosen() != "all") cs::skip(reason);
+  std::printf("SKIP: %s; this part's checks do not run\n", reason.c_str());
+}
+
+inline void print_row(const std::string& what, double value_us) {
+  std::printf("  %-58s %10s\n", what.c_str(), cs::format_ms(value_us / 1000.0).c_str());
+}
+
+// The four per-kernel times of part 1, in us: [in a graph][with PDL].
+inline void print_pdl(int chain, int prologue_us, const double us[2][2]) {
+  std::printf("%d dependent kernels, time per kernel (medians):\n", chain);
+  std::printf("  %-44s %10s %10s\n", "", "without PDL", "with PDL");
+  std::printf("  %-44s %8.2f us %8.2f us\n",
+              cs::format("in a stream, %d us prologue each", prologue_us).c_str(), us[0][0],
+              us[0][1]);
+  std::printf("  %-44s %8.2f us %8.2f us\n", "captured in a graph, no prologue", us[1][0],
+              us[1][1]);
+}
+
+}  // namespace lab

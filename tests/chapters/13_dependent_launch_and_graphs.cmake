@@ -1,0 +1,84 @@
+# Chapter 13: programmatic dependent launch and conditional graph nodes. Results (every value
+# against the CPU) in every GPU test; the ratios (PDL, graph loop) in the timing tests. A part the
+# device or driver cannot run says SKIP: (alone: exit 77, which CTest reports as skipped).
+
+# Results only, small and quick.
+chapter_test(NAME result LABELS gpu
+             ARGS --no-timing --chain 50 --iterations 20 --repeats 1
+             MATCH "CHECK chain_results: 0 of [0-9]+ values differ from the CPU reference ... PASS|SKIP: PDL needs"
+                   "CHECK read_after_sync_results: 0 of [0-9]+ values differ .* PASS|SKIP: PDL needs"
+                   "CHECK loop_results: 0 of [0-9]+ values differ .* PASS|SKIP: no conditional"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+
+# The lesson at its defaults: every property.
+chapter_test(NAME lesson LABELS gpu timing
+             MATCH "CHECK pdl_prologue_overlap: .* <= 0\\.90x .* PASS|SKIP: PDL needs"
+                   "CHECK graph_loop_ratio: .* <= 0\\.50x .* PASS|SKIP: no conditional"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+
+# One test per part (--part NAME).
+chapter_test(NAME part.pdl LABELS gpu timing ARGS --part pdl
+             MATCH "== Part 1 of 2: pdl" "CHECK chain_results: 0 of [0-9]+ values differ"
+                   "CHECK pdl_prologue_overlap: .* PASS" "CHECK pdl_no_gain_in_graph: .* PASS"
+                   "CHECK read_after_sync_results: 0 of [0-9]+ values differ"
+                   "CHECK read_before_sync_is_stale: [1-9][0-9]* of [0-9]+ values stale ... PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 2")
+chapter_test(NAME part.graph LABELS gpu timing ARGS --part graph
+             MATCH "== Part 2 of 2: graph" "CHECK loop_results: 0 of [0-9]+ values differ"
+                   "CHECK graph_loop_ratio: .* PASS" "All [0-9]+ checks passed"
+             NO_MATCH "FAIL" "== Part 1")
+
+# The commands the lesson suggests ("Try:" and "What to try next").
+chapter_test(NAME try.short_prologue LABELS gpu timing ARGS --part pdl --prologue-us 1
+             MATCH "CHECK chain_results: 0 of" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.fixed LABELS gpu timing ARGS --part pdl --fixed
+             MATCH "CHECK read_after_sync_results: 0 of" "CHECK read_before_sync_is_stale: skipped \\(--fixed"
+                   "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.few_iterations LABELS gpu timing ARGS --part graph --iterations 10
+             MATCH "CHECK loop_results: 0 of" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+
+# The launch environments users run under: every check passes or says why it is skipped.
+chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK pdl_prologue_overlap: skipped \\(CUDA_LAUNCH_BLOCKING=1|SKIP: PDL needs"
+                   "CHECK read_before_sync_is_stale: skipped \\(CUDA_LAUNCH_BLOCKING=1|SKIP: PDL needs"
+                   "CHECK loop_results: 0 of [0-9]+ values differ|SKIP: no conditional"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "CHECK chain_results: 0 of [0-9]+ values differ|SKIP: PDL needs"
+                   "CHECK loop_results: 0 of [0-9]+ values differ|SKIP: no conditional"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
+             MATCH "--part expects one of all, pdl, graph, got 'nosuch'")
+
+# Every integer flag: zero (or below its minimum), negative, not a number, too big.
+foreach(spec IN ITEMS "chain;10;100000" "prologue-us;1;1000" "iterations;1;1000000" "repeats;1;100")
+  list(GET spec 0 flag)
+  list(GET spec 1 min)
+  list(GET spec 2 max)
+  math(EXPR too_big "${max} + 1")
+  math(EXPR too_small "${min} - 1")
+  chapter_bad_values(FLAG ${flag} EXPECT "--${flag} expects an integer from ${min} to ${max}, got '<value>'"
+                     CASES below_min=${too_small} negative=-3 not_a_number=ten too_big=${too_big})
+endforeach()
+
+# compute-sanitizer: the PDL part with the fixed consumer only (--fixed: the broken one reads
+# early on purpose, and a tool that serializes kernels makes its early read not stale, so its
+# check could not hold), and the graph part.
+chapter_sanitizer_tests(ARGS --part pdl --fixed --chain 20 --repeats 1)
+if(CUDA_STREAMS_SANITIZER)
+  foreach(tool IN ITEMS memcheck racecheck synccheck initcheck)
+    set(test_name ${CHAPTER}.sanitizer_graph.${tool})
+    add_test(NAME ${test_name}
+             COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0 --match "(ERROR|RACECHECK) SUMMARY: 0"
+                     -- ${CUDA_STREAMS_SANITIZER} --tool ${tool} --error-exitcode 99
+                     $<TARGET_FILE:${CHAPTER}> --no-timing --part graph --iterations 20 --repeats 1)
+    set_tests_properties(${test_name} PROPERTIES LABELS "sanitizer;gpu" SKIP_RETURN_CODE 77 TIMEOUT 600)
+  endforeach()
+endif()
