@@ -71,3 +71,24 @@ endforeach()
 # No compute-sanitizer tests: its support for green contexts is not documented, and a tool that
 # serializes streams would hold the memops part's flag waits until the watchdog. The kernels of
 # this chapter are the simplest of the repository; chapter 13 runs the sanitizer on its parts.
+
+# PyTorch's green contexts (green_contexts.py, the README's section "In PyTorch"): where python3
+# can import torch and sees a GPU. It says so when this PyTorch has no green contexts, and checks
+# the product in the green context against the whole device's, and that it is slower on its SMs.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  set(green_script ${PROJECT_SOURCE_DIR}/chapters/12_beyond_priorities/green_contexts.py)
+  add_test(NAME ${CHAPTER}.python.green_contexts
+           COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0
+                   --match "CHECK green_context_result: 0 of [0-9]+ values differ .* PASS|does not expose green contexts"
+                   --match "All [0-9]+ checks passed" --no-match FAIL
+                   -- ${Python3_EXECUTABLE} ${green_script})
+  set_tests_properties(${CHAPTER}.python.green_contexts PROPERTIES LABELS "gpu;timing;python"
+                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 300
+                       ENVIRONMENT "PYTHONUNBUFFERED=1")
+  add_test(NAME ${CHAPTER}.python.args.sms_zero
+           COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 2
+                   --match "--sms expects an integer from 1 to 256, got '0'"
+                   -- ${Python3_EXECUTABLE} ${green_script} --sms 0)
+  set_tests_properties(${CHAPTER}.python.args.sms_zero PROPERTIES LABELS "args;host;python")
+endif()
