@@ -7,15 +7,19 @@
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/Sleep.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,9 +50,26 @@ inline void add_flags(cs::Options& options, Flags* f) {
                    "run only the seed's multi-device example (needs 2 CUDA devices)");
 }
 
+// Exits 2 when the tensors of --matrix N (eight N x N float tensors at most, and room for
+// PyTorch's own) cannot fit on the device.
+inline void require_matrix_fits(int matrix) {
+  const std::size_t floats = static_cast<std::size_t>(matrix) * matrix;
+  cs::require_fits_on_device(8 * sizeof(float) * floats + (64u << 20),
+                             cs::format("--matrix %d", matrix));
+}
+
 inline std::string handle_text(cudaStream_t stream) {
   if (stream == nullptr) return "0 (the legacy default stream)";
   return cs::format("%p", static_cast<void*>(stream));
+}
+
+// Part 1's two streams, as Python and C++ name them.
+inline void print_streams(cudaStream_t current, cudaStream_t custom, bool non_blocking) {
+  std::printf("  torch.cuda.current_stream() = getCurrentCUDAStream(): cudaStream_t %s\n",
+              handle_text(current).c_str());
+  std::printf("  torch.cuda.Stream()         = getStreamFromPool():    cudaStream_t %s, flags %s\n",
+              handle_text(custom).c_str(),
+              non_blocking ? "cudaStreamNonBlocking" : "cudaStreamDefault");
 }
 
 // Python's repr of a one-dimensional integer tensor: "tensor([6, 6], device='cuda:0')".
@@ -82,16 +103,22 @@ inline std::vector<double> host_values(const torch::Tensor& tensor) {
   return std::vector<double>(values, values + host.numel());
 }
 
+// The CPU's product m.mm(m) in double precision: the reference of part 4's torch.mm.
+inline std::vector<double> host_square(const torch::Tensor& m) {
+  const torch::Tensor host = m.cpu().to(torch::kFloat64);
+  return host_values(host.mm(host));
+}
+
 inline bool close_to(double got, double want, double tolerance) {
   return std::fabs(got - want) <= tolerance * std::max(1.0, std::fabs(want));
 }
 
 // Stands in for slow work: at::cuda::sleep (torch.cuda._sleep in Python) spins one GPU thread
-// for a number of clock cycles on the current stream. The cycles per millisecond are measured
-// here with timing events (cudaEventElapsedTime).
+// for a number of clock cycles on the current stream, about --spin-ms milliseconds. The cycles
+// per millisecond are measured here with timing events (cudaEventElapsedTime).
 class Spinner {
  public:
-  explicit Spinner(const c10::cuda::CUDAStream& stream) {
+  Spinner(const c10::cuda::CUDAStream& stream, double spin_ms) : spin_ms_(spin_ms) {
     c10::cuda::CUDAStreamGuard guard(stream);
     constexpr int64_t probe_cycles = 10'000'000;  // about 5 ms at 2 GHz
     at::cuda::sleep(probe_cycles);                // loads the kernel and wakes the clocks up
@@ -108,13 +135,60 @@ class Spinner {
     const double ms = cs::median(samples);
     cycles_per_ms_ = static_cast<double>(probe_cycles) / std::max(ms, 1e-3);
   }
-  // Enqueues a spin of about @p ms milliseconds on the current stream.
-  void spin(double ms) const { at::cuda::sleep(static_cast<int64_t>(ms * cycles_per_ms_)); }
+  // Enqueues a spin of about --spin-ms milliseconds on the current stream.
+  void spin() const { at::cuda::sleep(static_cast<int64_t>(spin_ms_ * cycles_per_ms_)); }
   double cycles_per_ms() const { return cycles_per_ms_; }
 
  private:
+  double spin_ms_ = 0;
   double cycles_per_ms_ = 0;
 };
+
+// What one normal_()/sum() run of part 5 returned.
+struct RaceOutcome {
+  double got = 0, want = 0, stale = 0;  // sum() returned; sum of A on the CPU; of A's old ones
+};
+
+inline void print_race(const RaceOutcome& broken, const RaceOutcome& fixed) {
+  std::printf("  seed (no wait):         sum() = %12.4f, sum of A = %12.4f\n", broken.got,
+              broken.want);
+  std::printf("  fixed (s.wait_stream):  sum() = %12.4f, sum of A = %12.4f\n", fixed.got,
+              fixed.want);
+}
+
+// Empties PyTorch's cache (torch.cuda.empty_cache()), so that no cached block of the default
+// stream competes with part 6's A for the next allocation, then caches blocks for @p side
+// again, so that no cudaMalloc falls between the two streams' work.
+inline void fresh_cache(const c10::cuda::CUDAStream& side, int64_t elements) {
+  torch::cuda::synchronize();
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  c10::cuda::CUDAStreamGuard guard(side);
+  const auto floats = torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA);
+  (void)torch::ones({elements}, floats).sum().item<double>();
+}
+
+// What one free-while-read run of part 6 saw.
+struct ReuseOutcome {
+  double got = 0, want = 0;  // what the slow sum() on the side stream returned; the right sum
+  bool reused = false;       // whether the next tensor received A's memory at once
+  bool reader_busy = false;  // whether sum() was still queued on the side stream when A was freed
+};
+
+inline void print_reuse(const ReuseOutcome& broken, const ReuseOutcome& fixed) {
+  for (const auto& [name, r] : {std::pair{"without", broken}, std::pair{"with   ", fixed}}) {
+    std::printf("  %s record_stream: next tensor got A's memory: %-3s  sum() = %.0f (want %.0f)\n",
+                name, r.reused ? "yes" : "no", r.got, r.want);
+  }
+}
+
+// Why fixed_record_stream cannot show record_stream at work: sum() had finished on the side
+// stream before A was freed, so there was nothing left to wait for.
+inline std::string reader_done_reason(const cs::LaunchEnvironment& env) {
+  const std::string done =
+      "sum() on the side stream had finished before A was freed, so the allocator could hand A's "
+      "block out again at once: record_stream had nothing to wait for";
+  return env.launch_blocking ? "CUDA_LAUNCH_BLOCKING=1: " + done : done;
+}
 
 // What the broken normal_()/sum() run returned, in words.
 inline std::string race_words(double got, double want, double stale, double tolerance) {
@@ -174,6 +248,47 @@ inline std::string race_skip_reason(bool shown, const cs::LaunchEnvironment& env
   return "";
 }
 
+// cs::check_that(), or `CHECK <name>: skipped (<skip>)` when @p skip is not empty.
+inline void check_that_or_skip(const std::string& skip, const std::string& name, bool passed,
+                               const std::string& detail) {
+  if (skip.empty()) {
+    cs::check_that(name, passed, detail);
+  } else {
+    cs::check_skipped(name, skip);
+  }
+}
+
+// A broken example's "shown" check, or, when @p skip is not empty, what the broken run did
+// (after @p label) and the check skipped with that reason.
+inline void check_shown_or_skip(const std::string& name, bool shown, const std::string& skip,
+                                const std::string& label, const std::string& what) {
+  if (!skip.empty()) std::printf("  %s: %s\n", label.c_str(), what.c_str());
+  check_that_or_skip(skip, name, shown, what);
+}
+
+// The two timings of part 3.
+inline void print_serialize_times(const Flags& f, double seed_ms, double fixed_ms) {
+  std::printf("  each block spins %d ms before its multiply (median of %d runs):\n", f.spin_ms,
+              f.repeats);
+  std::printf("    synchronize() inside each block (the seed) %8.2f ms\n", seed_ms);
+  std::printf("    synchronize() once after both blocks       %8.2f ms\n", fixed_ms);
+}
+
+// Why seed_sync_serializes cannot hold in this run, or "": --no-timing, a device without
+// concurrent kernels, CUDA_LAUNCH_BLOCKING=1 or one hardware queue (the fix serializes too).
+inline std::string serialize_skip_reason(const cs::LaunchEnvironment& env, bool concurrent_kernels,
+                                         const cs::CommonOptions& common) {
+  const std::string one_queue =
+      env.max_connections == 1
+          ? "CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits for its spin at the head of "
+            "the one hardware queue and holds stream2's spin behind it, so the fix serializes too"
+          : "";
+  const std::string no_concurrency =
+      concurrent_kernels ? "" : "this device reports concurrentKernels = 0: no two streams overlap";
+  return cs::first_reason(
+      {common.timing_skip_reason(), no_concurrency, cs::no_overlap_reason(env), one_queue});
+}
+
 // What CUDA_LAUNCH_BLOCKING=1 or one hardware queue did to the two-stream example.
 inline void print_serialize_setting(const cs::LaunchEnvironment& env) {
   if (env.launch_blocking) {
@@ -187,6 +302,13 @@ inline void print_serialize_setting(const cs::LaunchEnvironment& env) {
   }
 }
 
+// PyTorch's own priority range, and the priority table's heading.
+inline void print_priority_header(int torch_least, int torch_greatest) {
+  std::printf("  CUDAStream::priority_range() (torch.cuda.Stream.priority_range()): %d .. %d\n",
+              torch_least, torch_greatest);
+  std::printf("\n  %-38s %-38s %s\n", "Python", "C++", "cudaStreamGetPriority");
+}
+
 // Prints whether PyTorch accepts a priority above the device's least (a positive one).
 inline void print_positive_priority(int priority) {
   try {
@@ -198,6 +320,17 @@ inline void print_positive_priority(int priority) {
     std::printf("  getStreamFromPool(%d) is refused: %s\n", priority,
                 message.substr(0, message.find('\n')).c_str());
   }
+}
+
+// Each tensor's device, as Python prints it, on one line.
+inline void print_devices(
+    std::initializer_list<std::pair<const char*, const torch::Tensor*>> tensors) {
+  std::string line;
+  for (const auto& [name, t] : tensors) {
+    line += cs::format("%s%s.device = %s", line.empty() ? "" : ", ", name,
+                       python_device(t->device()).c_str());
+  }
+  std::printf("  %s\n", line.c_str());
 }
 
 // The tensors and facts of the seed's multi-device example.
@@ -252,9 +385,11 @@ inline void print_capture_costs(int kernels, int iterations, double eager_ms, do
 }
 
 // The seed's multi-device example (torch.cuda.device(1), cuda2 = torch.device('cuda:2')).
-inline void multi_device_seed(int device_count) {
+// Needs two devices (77 with fewer).
+inline void multi_device_seed() {
+  cs::require_devices(2, "--multi-device (the seed's torch.cuda.device(1) example)");
   MultiDeviceSeed r;
-  r.far = device_count > 2 ? 2 : 1;  // the seed's GPU 2, or GPU 1 on a two-GPU machine
+  r.far = torch::cuda::device_count() > 2 ? 2 : 1;  // the seed's GPU 2, or GPU 1 on two GPUs
   const auto doubles = torch::TensorOptions().dtype(torch::kFloat64);
   const torch::Device cuda(torch::kCUDA);
   const torch::Device cuda2(torch::kCUDA, static_cast<c10::DeviceIndex>(r.far));
@@ -274,6 +409,13 @@ inline void multi_device_seed(int device_count) {
     r.stream_device = c10::cuda::getStreamFromPool().device_index();  // a stream of GPU 1
   }
   report_multi_device(r);  // each tensor's device, and the CHECK lines
+}
+
+// The PyTorch version and the spinner's calibration, printed once before the parts.
+inline void print_setup(const Spinner& spinner) {
+  std::printf("PyTorch %s (C++ API), %d device(s) visible to torch\n", TORCH_VERSION,
+              static_cast<int>(torch::cuda::device_count()));
+  std::printf("at::cuda::sleep spins %.0f cycles per ms on this device\n", spinner.cycles_per_ms());
 }
 
 // Runs the parts; a PyTorch or C++ exception becomes "error: ..." and the failure exit status.
