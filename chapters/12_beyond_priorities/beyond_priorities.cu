@@ -75,8 +75,16 @@ __host__ __device__ unsigned int short_value(unsigned int run, int i) {
   return run * 100003u + i;
 }
 
-__global__ void short_kernel(unsigned long long work_ns, unsigned int run, unsigned int* out) {
-  if (threadIdx.x == 0) spin_for(work_ns);
+// The latency-critical kernel: short work, its span on the GPU's clock (span[0] = first block's
+// start, span[1] = last block's end) kept for the timeline.
+__global__ void short_kernel(unsigned long long work_ns, unsigned int run, unsigned int* out,
+                             unsigned long long* span) {
+  if (threadIdx.x == 0) {
+    const unsigned long long begin = cs::globaltimer_ns();
+    spin_for(work_ns);
+    atomicMin(&span[0], begin);
+    atomicMax(&span[1], cs::globaltimer_ns());
+  }
   __syncthreads();
   out[blockIdx.x * blockDim.x + threadIdx.x] =
       short_value(run, blockIdx.x * blockDim.x + threadIdx.x);
@@ -107,18 +115,23 @@ __global__ void consumer(const unsigned int* data, unsigned int* out, int n) {
 struct GreenBench {                 // what every run of part 1 shares
   unsigned int* started = nullptr;  // mapped host memory
   unsigned int* blocks_done = nullptr;
-  unsigned long long* span = nullptr;
+  unsigned long long* span = nullptr;  // the flood's first start and last end, then the short's
   unsigned int* out = nullptr;
+  cs::TimelineData drawn{{"flood, lowest priority", "short kernel, highest priority",
+                          "flood, the rest's green context", "short kernel, its green context"},
+                         {}};
   cs::Comparison results;
   int floods_complete = 0;
 };
 
 // One run: the flood into flood_stream; once it holds its SMs, the short kernel into
-// short_stream, timed on the host from its launch until cudaStreamSynchronize returns.
+// short_stream, timed on the host from its launch until cudaStreamSynchronize returns. With
+// row >= 0 the run is drawn on rows row (the flood) and row + 1 (the short kernel).
 std::pair<double, double> flood_and_short(GreenBench& b, cudaStream_t flood_stream,
                                           cudaStream_t short_stream, int flood_blocks,
-                                          int short_blocks, const lab::Flags& f, unsigned int run) {
-  const unsigned long long span_init[2] = {~0ull, 0ull};
+                                          int short_blocks, const lab::Flags& f, unsigned int run,
+                                          int row) {
+  const unsigned long long span_init[4] = {~0ull, 0ull, ~0ull, 0ull};
   CS_CHECK(cudaMemcpy(b.span, span_init, sizeof span_init, cudaMemcpyHostToDevice));
   CS_CHECK(cudaMemset(b.blocks_done, 0, sizeof(unsigned int)));
   CS_CHECK(cudaDeviceSynchronize());  // both in place before the flood's stream starts
@@ -128,12 +141,13 @@ std::pair<double, double> flood_and_short(GreenBench& b, cudaStream_t flood_stre
   if (!lab::wait_for_flag(b.started, run)) cs::check_that("flood_started", false, "no flood");
   std::this_thread::sleep_for(std::chrono::milliseconds(1));  // every flood block is running
   const double submitted = cs::host_now_ms();
-  short_kernel<<<short_blocks, kThreads, 0, short_stream>>>(f.short_us * 1000ull, run, b.out);
+  short_kernel<<<short_blocks, kThreads, 0, short_stream>>>(f.short_us * 1000ull, run, b.out,
+                                                            b.span + 2);
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaStreamSynchronize(short_stream));
   const double latency_ms = cs::host_now_ms() - submitted;
   CS_CHECK(cudaStreamSynchronize(flood_stream));
-  unsigned long long span[2] = {0, 0};
+  unsigned long long span[4] = {0, 0, 0, 0};
   unsigned int done = 0;
   std::vector<unsigned int> got(short_blocks * kThreads), want(got.size());
   CS_CHECK(cudaMemcpy(span, b.span, sizeof span, cudaMemcpyDeviceToHost));
@@ -143,6 +157,11 @@ std::pair<double, double> flood_and_short(GreenBench& b, cudaStream_t flood_stre
   for (std::size_t i = 0; i < want.size(); ++i) want[i] = short_value(run, static_cast<int>(i));
   cs::accumulate(b.results, cs::compare(got.data(), want.data(), want.size()));
   b.floods_complete += done == static_cast<unsigned int>(flood_blocks) ? 1 : 0;
+  auto since_flood = [&](unsigned long long ns) { return (double(ns) - double(span[0])) / 1e6; };
+  if (row >= 0 && span[1] > span[0] && span[3] > span[2]) {
+    b.drawn.spans.push_back({row, "flood", "", 0.0, since_flood(span[1])});
+    b.drawn.spans.push_back({row + 1, "short", "", since_flood(span[2]), since_flood(span[3])});
+  }
   return {latency_ms, span[1] > span[0] ? (span[1] - span[0]) / 1e6 : 0.0};
 }
 
@@ -183,15 +202,17 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
   GreenBench b;
   CS_CHECK(cudaHostAlloc(&b.started, sizeof(unsigned int), cudaHostAllocMapped));
   CS_CHECK(cudaMalloc(&b.blocks_done, sizeof(unsigned int)));
-  CS_CHECK(cudaMalloc(&b.span, 2 * sizeof(unsigned long long)));
+  CS_CHECK(cudaMalloc(&b.span, 4 * sizeof(unsigned long long)));
   const int flood_blocks = per_sm * static_cast<int>(all.sm.smCount);  // one wave on every SM
   const int short_blocks = static_cast<int>(granted.sm.smCount);
   CS_CHECK(cudaMalloc(&b.out, short_blocks * kThreads * sizeof(unsigned int)));
   std::vector<double> prio_ms, green_ms, full_flood, green_flood;
   unsigned int run = 0;
-  for (int r = 0; r <= f.repeats; ++r) {  // r == 0 warms both pairs of streams up
-    auto p = flood_and_short(b, low, high, flood_blocks, short_blocks, f, ++run);
-    auto g = flood_and_short(b, rest_stream, mine_stream, flood_blocks, short_blocks, f, ++run);
+  for (int r = 0; r <= f.repeats; ++r) {      // r == 0 warms both pairs of streams up
+    const int row = r == f.repeats ? 0 : -1;  // the last runs are drawn on the timeline
+    auto p = flood_and_short(b, low, high, flood_blocks, short_blocks, f, ++run, row);
+    auto g = flood_and_short(b, rest_stream, mine_stream, flood_blocks, short_blocks, f, ++run,
+                             row < 0 ? row : 2);
     if (r == 0) continue;
     prio_ms.push_back(p.first), full_flood.push_back(p.second);
     green_ms.push_back(g.first), green_flood.push_back(g.second);
@@ -208,13 +229,13 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
   std::printf("The flood took %s on all SMs and %s on its %u (%d waves of blocks).\n",
               cs::format_ms(cs::median(full_flood)).c_str(),
               cs::format_ms(cs::median(green_flood)).c_str(), rest.sm.smCount, waves);
+  cs::publish_timeline(b.drawn, common, "The last run of each, from its flood's first block");
   cs::report_comparison("short_kernel_results", b.results);
   cs::check_that(
       "every_flood_block_ran", b.floods_complete == 2 * (f.repeats + 1),
       cs::format("%d of %d floods ran every block", b.floods_complete, 2 * (f.repeats + 1)));
-  // Its own SMs: the short kernel waits for no flood block, tens of microseconds against the
-  // flood blocks' milliseconds (0.0025 on an H200). With one hardware queue it may wait behind
-  // the flood anyway, and under CUDA_LAUNCH_BLOCKING=1 the flood ended before it was submitted.
+  // Its own SMs: no flood block in its way, microseconds against milliseconds (an H200's probe:
+  // 0.0025). One hardware queue may still hold it behind the flood; launch blocking ends the flood.
   constexpr double kGreenLatencyRatioMax = 0.01;
   const double ratio = prio > 0 ? green / prio : 0;
   const std::string one_queue =

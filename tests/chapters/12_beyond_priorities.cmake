@@ -36,6 +36,10 @@ chapter_test(NAME part.memops LABELS gpu timing ARGS --part memops
 # The commands the lesson suggests ("Try:" and "What to try next").
 chapter_test(NAME try.sms_8 LABELS gpu timing ARGS --part green --sms 8
              MATCH "asked 8" "CHECK green_latency_ratio: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.green_svg LABELS gpu timing
+             ARGS --part green --svg ${CMAKE_CURRENT_BINARY_DIR}/12_green.svg
+             MATCH "SVG written to .*12_green.svg|SKIP: no green" "All [0-9]+ checks passed|SKIP: no green"
+             NO_MATCH "FAIL")
 chapter_test(NAME try.long_watchdog LABELS gpu timing ARGS --part memops --watchdog-ms 500
              MATCH "the watchdog wrote it after 500 ms" "CHECK watchdog_ended_wait: .* PASS"
                    "All [0-9]+ checks passed" NO_MATCH "FAIL")
