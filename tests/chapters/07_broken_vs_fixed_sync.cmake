@@ -146,7 +146,7 @@ chapter_test(NAME try.hidden_by_setting_fixed LABELS gpu ARGS --part hidden-by-s
              MATCH "CHECK fixed_right_under_every_setting: .* PASS" NO_MATCH "FAIL")
 chapter_test(NAME try.one_connection_cross_stream LABELS gpu ENV CUDA_DEVICE_MAX_CONNECTIONS=1
              ARGS --part cross-stream MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
-chapter_test(NAME try.small_buffers LABELS gpu ARGS --elements 1024 --part cross-stream
+chapter_test(NAME try.small_buffers LABELS gpu ARGS --part cross-stream --elements 1024
              MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
 
 # The whole lesson under the two settings: each broken variant shows its bug or says that the

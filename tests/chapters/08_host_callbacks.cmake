@@ -67,7 +67,7 @@ chapter_test(NAME part.graph ARGS --part graph
 
 # The commands the lesson suggests ("Try:" and "What to try next").
 chapter_test(NAME try.many_streams_trace
-             ARGS --part order --streams 8 --steps 32 --trace ${CMAKE_CURRENT_BINARY_DIR}/host_callbacks.json
+             ARGS --part order --streams 8 --steps 32 --trace host_callbacks.json
              MATCH "CHECK host_functions_in_stream_order: 256 of 256 .* PASS"
                    "Trace written to .*host_callbacks.json" "All 2 checks passed"
              NO_MATCH "FAIL" LABELS gpu)

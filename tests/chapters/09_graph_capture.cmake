@@ -28,8 +28,8 @@ chapter_test(NAME results.no_error_demos ARGS --no-timing --no-error-demos
              MATCH "CHECK capture_modes: skipped" "All [0-9]+ checks passed"
              NO_MATCH "returned cudaErrorStreamCapture"
              LABELS gpu)
-chapter_test(NAME results.dot ARGS --no-timing --no-error-demos --dot ${CMAKE_CURRENT_BINARY_DIR}/fork_join.dot
-             MATCH "wrote the captured graph to .*fork_join.dot" "All [0-9]+ checks passed" LABELS gpu)
+chapter_test(NAME results.dot ARGS --no-timing --no-error-demos --dot ${CMAKE_CURRENT_BINARY_DIR}/results_fork_join.dot
+             MATCH "wrote the captured graph to .*results_fork_join.dot" "All [0-9]+ checks passed" LABELS gpu)
 chapter_test(NAME results.trace ARGS --no-timing --no-error-demos
              --trace ${CMAKE_CURRENT_BINARY_DIR}/graph_capture_trace.json
              MATCH "Trace written to .*graph_capture_trace.json" LABELS gpu)
@@ -72,8 +72,8 @@ chapter_test(NAME part.modes ARGS --part modes
              NO_MATCH "FAIL" "== Part 6" LABELS gpu)
 
 # The commands the lesson suggests ("Try:" and "What to try next").
-chapter_test(NAME try.dot ARGS --part capture --dot ${CMAKE_CURRENT_BINARY_DIR}/try_fork_join.dot
-             MATCH "wrote the captured graph to .*try_fork_join.dot" "All [0-9]+ checks passed"
+chapter_test(NAME try.dot ARGS --part capture --dot fork_join.dot
+             MATCH "wrote the captured graph to fork_join.dot" "All [0-9]+ checks passed"
              NO_MATCH "FAIL" LABELS gpu)
 chapter_test(NAME try.many_replays ARGS --part replay --replays 10000 --elements 4096
              MATCH "CHECK replay_results: 0 of 4096 values differ.* PASS" "All [0-9]+ checks passed"
