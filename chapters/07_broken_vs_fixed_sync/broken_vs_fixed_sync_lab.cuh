@@ -70,7 +70,7 @@ inline std::vector<bool> variants_or_exit(const Flags& f, const cs::Parts& parts
     cs::usage_error("--case " + f.case_name + " and --part " + parts.chosen() + ": give one");
   }
   const bool over_sync = f.chooses("over-sync") && parts.selected("over-sync");
-  if (!f.fixed && common.no_timing && over_sync) {
+  if (f.broken && common.no_timing && over_sync) {
     cs::usage_error(
         "--no-timing with --broken: over-sync's bug is its running time, which "
         "--no-timing does not measure");
@@ -205,9 +205,11 @@ struct Lab {
   // over-sync: whether both versions can be timed; if not, a skipped check says why. Broken: a
   // setting that hides the slowdown. Fixed: no time measured, or no overlap possible.
   bool can_time_over_sync(bool broken) {
-    const std::string skip =
+    std::string skip =
         broken ? hides("every launch already waited for its kernel", nullptr)
                : cs::first_reason({common->timing_skip_reason(), cs::no_overlap_reason(env)});
+    if (broken && skip.empty() && common->no_timing)  // the whole lesson with --no-timing
+      skip = "cannot be shown with --no-timing: over-sync's bug is its running time";
     if (!skip.empty() && broken) skip_hidden("over_sync_slowdown", skip);
     if (!skip.empty() && !broken) {
       cs::check_skipped(common->no_timing ? "over_sync_slowdown" : "sync_once_speedup", skip);

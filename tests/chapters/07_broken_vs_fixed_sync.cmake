@@ -95,6 +95,12 @@ chapter_test(NAME lesson LABELS gpu timing EXIT 0
                    "CHECK legacy_default_bug_shown: the bug showed ... PASS"
                    "All [0-9]+ checks passed"
              NO_MATCH "FAIL")
+# The whole lesson with --no-timing: over-sync's bug (its running time) cannot be shown, and says so.
+chapter_test(NAME lesson_no_timing LABELS gpu ARGS --no-timing EXIT 0
+             MATCH "CHECK over_sync_slowdown: skipped \\(cannot be shown with --no-timing"
+                   "CHECK host_read_bug_shown: the bug showed ... PASS"
+                   "All [0-9]+ checks passed"
+             NO_MATCH "FAIL")
 chapter_test(NAME args.broken_without_timing LABELS args host ARGS --case over-sync --broken --no-timing EXIT 2
              MATCH "--no-timing with --broken: over-sync's bug is its running time")
 chapter_test(NAME args.delay_zero LABELS args host ARGS --delay-ms 0 --fixed EXIT 2
