@@ -39,7 +39,7 @@ struct Flags {
   int steps = 8;
   int batches = 8;  // part handoff
   int batch_elements = 1 << 16;
-  bool no_error_demos = false;  // parts rule and graph
+  bool no_error_demos = false;  // parts rule and callback
   int host_ms = 20;             // part stall
 };
 
