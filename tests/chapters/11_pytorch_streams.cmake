@@ -196,6 +196,10 @@ if(CUDA_STREAMS_TORCH_PYTHON)
                               "CHECK graph_replay_reads_new_input: 0 of 16384 values differ"
                               "CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS"
                               "All [0-9]+ checks passed")
+  # The README's "Try:" of part 7, in Python.
+  chapter11_python_test(part.priorities "gpu;python" ARGS --part priorities
+                        MATCH "== Part 7 of 9: priorities" "CHECK priority_mapping: .* PASS"
+                              "All [0-9]+ checks passed")
   chapter11_python_test(env.launch_blocking "gpu;timing;python" ENV CUDA_LAUNCH_BLOCKING=1
                         MATCH ${chapter11_launch_blocking})
   chapter11_python_test(env.one_connection "gpu;timing;python" ENV CUDA_DEVICE_MAX_CONNECTIONS=1
