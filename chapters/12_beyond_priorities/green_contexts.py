@@ -25,6 +25,9 @@ SKIP_EXIT = 77
 # The product on a partition of a few SMs against the whole device: an H200 has 132 SMs, so 16 of
 # them should take several times longer; 2x leaves room for a product that does not fill them all.
 SLOWER_ON_FEWER_SMS = 2.0
+# Sums of 4096 products of N(0, 1) values are about 64 in size; float32 rounding in another
+# order moves them by about 1e-4 of that.
+RTOL, ATOL = 1e-3, 1e-2
 
 
 def parse():
@@ -126,9 +129,12 @@ def main():
     way = "ctx.Stream()" if hasattr(ctx, "Stream") else "ctx.set_context() / pop_context()"
     print(f"torch.cuda.green_contexts: a green context of {args.sms} SMs asked, work placed with "
           f"{way}")
-    differ = int((part != whole).sum().item())
+    # The library may pick another kernel for fewer SMs (another order of the sums): the same
+    # product up to float rounding, far below what a wrong or stale result would differ by.
+    differ = int((~torch.isclose(part, whole, rtol=RTOL, atol=ATOL)).sum().item())
     check("green_context_result", differ == 0,
-               f"{differ} of {whole.numel()} values differ from the same product on all SMs")
+          f"{differ} of {whole.numel()} values differ from the same product on all SMs "
+          f"(rtol {RTOL}, atol {ATOL})")
 
     def on_all():
         torch.matmul(a, b, out=whole)
