@@ -108,7 +108,12 @@ def parse_arguments():
 def launch_environment():
     """CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS, read before CUDA starts."""
     blocking = os.environ.get("CUDA_LAUNCH_BLOCKING", "0") == "1"
-    connections = int(os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8") or 8)
+    text = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "") or "8"
+    if not text.isdigit() or not 1 <= int(text) <= 32:  # as the C++ programs say it
+        print(f"pytorch_streams.py: error: CUDA_DEVICE_MAX_CONNECTIONS must be an integer from 1 "
+              f"to 32, got '{text}'", file=sys.stderr)
+        sys.exit(2)
+    connections = int(text)
     if blocking:
         print("Environment: CUDA_LAUNCH_BLOCKING=1: every launch and asynchronous copy waits for its "
               "work to finish, so\n             one host thread cannot keep two streams busy at once.")
