@@ -481,8 +481,12 @@ inline Model measure_model(const Buffers& b, const Run& run, int engines, double
   raise_clocks(b, up, launch);
   m.iterations = calibrate_iterations(b, chunks, up, kernel_share * m.copy_pace_ms, launch);
   m.stages.kernel_ms = kernels_alone_ms(b, chunks, m.iterations, up, repeats, launch);
+  // The fixed cost of one operation, on copies of one chunk but 8 MiB at most: 1200 copies of a
+  // 256 MiB chunk would take seconds, and the cost beyond the bytes drowns in their time.
+  constexpr std::size_t kCostCopyBytesMax = std::size_t{8} << 20;
   const std::size_t chunk_bytes = b.begin(1, chunks) * sizeof *b.dev_in;
-  m.cost = measure_op_costs(b, chunk_bytes, gb_per_s(b.bytes, m.plain_ms[0]), up, launch);
+  m.cost = measure_op_costs(b, std::min(chunk_bytes, kCostCopyBytesMax),
+                            gb_per_s(b.bytes, m.plain_ms[0]), up, launch);
   CS_CHECK(cudaStreamDestroy(down));
   return m;
 }
