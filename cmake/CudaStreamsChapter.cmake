@@ -210,16 +210,17 @@ function(chapter_bad_values)
   endforeach()
 endfunction()
 
-# chapter_sanitizer_tests([EXE target] [ARGS args...] [TOOLS tools...])
+# chapter_sanitizer_tests([EXE target] [ARGS args...] [TOOLS tools...] [TOOL_ARGS args...])
 #
 # Where compute-sanitizer is found, runs the executable under each tool
-# (default: memcheck with leak checking, racecheck, synccheck, initcheck) with
-# --no-timing and ARGS; each must report no error. Labels: sanitizer, gpu.
+# (default: memcheck with leak checking, racecheck, synccheck, initcheck), with TOOL_ARGS given
+# to the tool, and --no-timing and ARGS to the program; each must report no error. Labels:
+# sanitizer, gpu.
 function(chapter_sanitizer_tests)
   if(NOT CUDA_STREAMS_SANITIZER)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "EXE" "ARGS;TOOLS" ${ARGN})
+  cmake_parse_arguments(ARG "" "EXE" "ARGS;TOOLS;TOOL_ARGS" ${ARGN})
   if(NOT ARG_EXE)
     set(ARG_EXE ${CHAPTER})
   endif()
@@ -227,7 +228,7 @@ function(chapter_sanitizer_tests)
     set(ARG_TOOLS memcheck racecheck synccheck initcheck)
   endif()
   foreach(tool IN LISTS ARG_TOOLS)
-    set(tool_args --tool ${tool})
+    set(tool_args --tool ${tool} ${ARG_TOOL_ARGS})
     if(tool STREQUAL "memcheck")
       list(APPEND tool_args --leak-check full)
     endif()

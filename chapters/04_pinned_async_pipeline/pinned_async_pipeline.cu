@@ -181,12 +181,11 @@ void part_pinned(lab::Buffers& b, const lab::Run& run) {
       [&](int i) { return lab::ratio(pageable[i].call_ms, pageable[i].copy_ms); });
   // ...from pinned memory it only queues the DMA: a small share of the pageable call's time.
   constexpr double kPinnedCallVsPageable = 0.10;
-  lab::check_directions(cs::first_reason({run.skip, run.calls_block}), "pinned_async_call_returns",
-                        cs::Compare::at_most, kPinnedCallVsPageable,
-                        "pinned call time / pageable call time",
+  lab::check_directions(run.skip, "pinned_async_call_returns", cs::Compare::at_most,
+                        kPinnedCallVsPageable, "pinned call time / pageable call time",
                         [&](int i) { return lab::ratio(pinned[i].call_ms, pageable[i].call_ms); });
   std::printf("%s", lab::kAsyncCallNote);
-  if (!run.calls_block.empty()) std::printf("%s", lab::kLaunchBlockingNote);
+  if (run.env.launch_blocking) std::printf("%s", lab::kLaunchBlockingNote);
 }
 
 void part_register(lab::Buffers& b, const lab::Run& run) {
@@ -225,8 +224,7 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
                         [&](int i) { return lab::ratio(registered[i].gbps, pinned[i].gbps); });
   // Once registered, the call only queues the DMA, as from cudaMallocHost memory.
   constexpr double kCallAfterVsBefore = 0.10;
-  cs::check_or_skip(cs::first_reason({run.skip, run.calls_block}),
-                    "registered_async_call_returns_h2d",
+  cs::check_or_skip(run.skip, "registered_async_call_returns_h2d",
                     lab::ratio(registered[0].call_ms, before.call_ms), cs::Compare::at_most,
                     kCallAfterVsBefore, "x", "call time after / before cudaHostRegister");
   std::printf("%s", lab::kRegisterNote);

@@ -64,7 +64,6 @@ struct Run {
   std::string chunks_svg;
   cs::CommonOptions common;
   std::string skip;           // why every timed check is skipped here ("" when they run)
-  std::string calls_block;    // why an asynchronous copy cannot return before its copy is done
   std::string no_overlap;     // why streams issued from this thread cannot overlap as they should
   cs::LaunchEnvironment env;  // the launch settings this run is under
   bool measure() const { return !common.no_timing; }
@@ -104,8 +103,8 @@ const char* const kAsyncCallNote =
     "  staging the data (H2D) or waits for it to arrive (D2H). From pinned memory the call\n"
     "  only queues the DMA and returns, and the host is free while the copy runs.\n";
 const char* const kLaunchBlockingNote =
-    "  Under CUDA_LAUNCH_BLOCKING=1 the pinned call waits for its copy too (call/copy near 1\n"
-    "  above): the debugging setting takes away what pinned memory gives.\n";
+    "  CUDA_LAUNCH_BLOCKING=1 does not change that: it makes each kernel launch wait for its\n"
+    "  kernel, while a pinned cudaMemcpyAsync still only queues its copy (call/copy above).\n";
 const char* const kRegisterNote =
     "  cudaHostRegister page-locks the vector's pages and maps them for the GPU: from then\n"
     "  on the driver treats them like cudaMallocHost memory. Registering costs time (every\n"
@@ -188,8 +187,6 @@ inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const Buffer
        run.mib < kMinTimedMib
            ? cs::format("--mib below %d is too small to time reliably", kMinTimedMib)
            : ""});
-  run.calls_block =
-      env.launch_blocking ? "CUDA_LAUNCH_BLOCKING=1: every cudaMemcpyAsync waits for its copy" : "";
   run.no_overlap = lab::no_overlap_reason(env);
   run.env = env;
   std::printf("Data: %s (%zu 4-byte words); timing: %s\n",

@@ -137,6 +137,11 @@ inline const CaseWords& words_of(const std::string& name) {
 constexpr const char* kLaunchWaited =
     "the slow kernel's launch returned only after it had run, so the quick side was issued too "
     "late to race it";
+// host-read under CUDA_LAUNCH_BLOCKING=1: the copy itself stays asynchronous, so the read can
+// still lose the race, but only against the copy's last microseconds.
+constexpr const char* kOnlyTheCopyRaced =
+    "the kernels before the copy had run inside their launches, so only the copy itself (well "
+    "under a millisecond) raced the read, and the host read behind it";
 constexpr const char* kOneQueue =
     "the quick side sat in the one hardware queue behind the slow kernel";
 

@@ -115,8 +115,8 @@ def launch_environment():
         sys.exit(2)
     connections = int(text)
     if blocking:
-        print("Environment: CUDA_LAUNCH_BLOCKING=1: every launch and asynchronous copy waits for its "
-              "work to finish, so\n             one host thread cannot keep two streams busy at once.")
+        print("Environment: CUDA_LAUNCH_BLOCKING=1: every kernel launch waits for its kernel to finish, "
+              "so one\n             host thread cannot keep kernels of two streams running at once.")
     if "CUDA_DEVICE_MAX_CONNECTIONS" in os.environ:
         print(f"Environment: CUDA_DEVICE_MAX_CONNECTIONS={connections}: the streams share {connections} "
               f"hardware work queue{' (issue order is run order)' if connections == 1 else 's'}.")
@@ -248,8 +248,8 @@ def two_stream_seed(torch, args, spinner):
     if LAUNCH_BLOCKING:
         print("  Under CUDA_LAUNCH_BLOCKING=1 each launch returned only after its spin, so the host\n"
               "  issued stream2's block only after stream1's had finished: the fix serialized too.")
-        check_skipped("seed_sync_serializes", "CUDA_LAUNCH_BLOCKING=1: each launch returns only when "
-                      "its work is done, so work issued from one thread cannot overlap")
+        check_skipped("seed_sync_serializes", "CUDA_LAUNCH_BLOCKING=1: each kernel launch returns only "
+                      "when its kernel is done, so kernels issued from one thread cannot overlap")
         return
     if ONE_QUEUE:
         print("  With one hardware queue stream1's multiply waits for its spin at the head of the\n"

@@ -40,8 +40,8 @@ LaunchEnvironment launch_environment() {
 
 std::string no_overlap_reason(const LaunchEnvironment& environment) {
   if (environment.launch_blocking) {
-    return "CUDA_LAUNCH_BLOCKING=1: each launch returns only when its work is done, so work "
-           "issued from one thread cannot overlap";
+    return "CUDA_LAUNCH_BLOCKING=1: each kernel launch returns only when its kernel is done, so "
+           "kernels issued from one thread cannot overlap";
   }
   return "";
 }
@@ -49,8 +49,8 @@ std::string no_overlap_reason(const LaunchEnvironment& environment) {
 void print_launch_environment(const LaunchEnvironment& environment) {
   if (environment.launch_blocking) {
     std::printf(
-        "Environment: CUDA_LAUNCH_BLOCKING=1: every launch and asynchronous copy waits for its "
-        "work to finish, so\n             one host thread cannot keep two streams busy at once.\n");
+        "Environment: CUDA_LAUNCH_BLOCKING=1: every kernel launch waits for its kernel to finish, "
+        "so one\n             host thread cannot keep kernels of two streams running at once.\n");
   }
   if (environment.connections_from_env) {
     std::printf(

@@ -77,7 +77,7 @@ chapter_test(NAME try.occupancy_elements_max LABELS gpu ARGS --part occupancy --
 
 # The whole lesson under the two launch settings: neither changes what it proves.
 chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
-             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1: every launch and asynchronous copy waits"
+             MATCH "Environment: CUDA_LAUNCH_BLOCKING=1: every kernel launch waits for its kernel"
                    "Neither setting changes what this chapter checks"
                    "3 of 3 invalid launches were reported by cudaGetLastError right after the launch \\(under CUDA_LAUNCH_BLOCKING=1\\)"
                    "All [0-9]+ checks passed"

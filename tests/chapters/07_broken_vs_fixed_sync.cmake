@@ -121,7 +121,10 @@ chapter_test(NAME args.elements_too_big LABELS args host ARGS --elements 1G --fi
              MATCH "--elements expects a whole number from 1024 to 67108864 .* got '1G'")
 
 # The fixed variants must be clean under every tool (the broken ones are wrong on purpose).
-chapter_sanitizer_tests(ARGS --case all --fixed --elements 256K)
+# hidden-by-setting runs the program again (cross-stream, already checked here) in child
+# processes: the tool watches this process only, or those runs would take minutes under it.
+chapter_sanitizer_tests(ARGS --case all --fixed --elements 256K
+                        TOOL_ARGS --target-processes application-only)
 
 # One test per part (--part is the same as --case; with neither --broken nor --fixed a part runs
 # broken, then fixed).
@@ -152,6 +155,14 @@ chapter_test(NAME try.hidden_by_setting_fixed LABELS gpu ARGS --part hidden-by-s
              MATCH "CHECK fixed_right_under_every_setting: .* PASS" NO_MATCH "FAIL")
 chapter_test(NAME try.one_connection_cross_stream LABELS gpu ENV CUDA_DEVICE_MAX_CONNECTIONS=1
              ARGS --part cross-stream MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.launch_blocking_cross_stream LABELS gpu ENV CUDA_LAUNCH_BLOCKING=1
+             ARGS --part cross-stream
+             MATCH "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
+                   "All [0-9]+ checks passed" NO_MATCH "FAIL")
+chapter_test(NAME try.launch_blocking_host_read LABELS gpu ENV CUDA_LAUNCH_BLOCKING=1
+             ARGS --part host-read
+             MATCH "CHECK host_read_bug_shown: (skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1|the bug showed)"
+                   "All [0-9]+ checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.small_buffers LABELS gpu ARGS --part cross-stream --elements 1024
              MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
 
@@ -159,7 +170,7 @@ chapter_test(NAME try.small_buffers LABELS gpu ARGS --part cross-stream --elemen
 # setting hides it (a skipped check); every fixed variant is right; exit 0.
 chapter_test(NAME launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
              MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
-                   "CHECK host_read_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
+                   "CHECK host_read_bug_shown: (skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1|the bug showed)"
                    "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
                    "CHECK cross_stream_sum: .* PASS" "CHECK fixed_right_under_every_setting: .* PASS"
                    "All [0-9]+ checks passed"
@@ -176,12 +187,15 @@ chapter_test(NAME one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIO
 # hides it and exits 77 (reported as skipped). The pairs that the H200's whole-program runs showed
 # as hidden must say so (EXIT 77 and the words; without a GPU the program's own SKIP line stands
 # in): under CUDA_LAUNCH_BLOCKING=1 every case but hidden-by-setting (whose runs reset the
-# settings), under CUDA_DEVICE_MAX_CONNECTIONS=1 every race between two streams (the quick side
-# waits in the one queue behind the slow kernel). Every fixed variant is right under both.
+# settings) and host-read, under CUDA_DEVICE_MAX_CONNECTIONS=1 every race between two streams
+# (the quick side waits in the one queue behind the slow kernel). Under CUDA_LAUNCH_BLOCKING=1
+# host-read keeps a narrow race (the copy itself stays asynchronous): it showed in one run of three
+# on the H200, so its test expects the bug (exit 3) and a hidden run (77) counts as skipped.
+# Every fixed variant is right under both.
 foreach(setting IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS)
   foreach(case IN ITEMS host-read cross-stream reuse use-after-free over-sync legacy-default hidden-by-setting)
     set(hidden_here FALSE)
-    if((setting STREQUAL "CUDA_LAUNCH_BLOCKING" AND NOT case STREQUAL "hidden-by-setting") OR
+    if((setting STREQUAL "CUDA_LAUNCH_BLOCKING" AND NOT case MATCHES "^(hidden-by-setting|host-read)$") OR
        (setting STREQUAL "CUDA_DEVICE_MAX_CONNECTIONS" AND
         case MATCHES "^(cross-stream|reuse|use-after-free|legacy-default)$"))
       set(hidden_here TRUE)

@@ -41,7 +41,7 @@ set(chapter11_parts
 # What the two launch settings change, in the program's words.
 set(chapter11_launch_blocking
     "Environment: CUDA_LAUNCH_BLOCKING=1"
-    "CHECK seed_sync_serializes: skipped \\(CUDA_LAUNCH_BLOCKING=1: each launch returns only when its work is done"
+    "CHECK seed_sync_serializes: skipped \\(CUDA_LAUNCH_BLOCKING=1: each kernel launch returns only when its kernel is done"
     "Under CUDA_LAUNCH_BLOCKING=1 each launch returned only after its spin"
     "CHECK fixed_normal_sum: .* PASS"
     # the slow sum() had finished before A was freed: record_stream had nothing to wait for

@@ -7,6 +7,8 @@ chapter_test(NAME result LABELS gpu
              ARGS --no-timing --chain 50 --iterations 20 --repeats 1
              MATCH "CHECK chain_results: 0 of [0-9]+ values differ from the CPU reference ... PASS|SKIP: PDL needs"
                    "CHECK read_after_sync_results: 0 of [0-9]+ values differ .* PASS|SKIP: PDL needs"
+                   "CHECK pdl_edges_in_graph: the capture kept PDL: 49 of the chain's 49 edges programmatic \\(0 without PDL\\) ... PASS|SKIP: PDL needs"
+                   "CHECK read_before_sync_is_stale: [1-9][0-9]* of [0-9]+ values stale ... PASS|SKIP: PDL needs"
                    "CHECK loop_results: 0 of [0-9]+ values differ .* PASS|SKIP: no conditional"
                    "All [0-9]+ checks passed"
              NO_MATCH "FAIL")
@@ -21,7 +23,8 @@ chapter_test(NAME lesson LABELS gpu timing
 # One test per part (--part NAME).
 chapter_test(NAME part.pdl LABELS gpu timing ARGS --part pdl
              MATCH "== Part 1 of 2: pdl" "CHECK chain_results: 0 of [0-9]+ values differ"
-                   "CHECK pdl_prologue_overlap: .* PASS" "CHECK pdl_no_gain_in_graph: .* PASS"
+                   "CHECK pdl_prologue_overlap: .* PASS" "CHECK pdl_edges_in_graph: .* PASS"
+                   "CHECK pdl_no_gain_long_kernels: .* >= 0\\.90x .* PASS"
                    "CHECK read_after_sync_results: 0 of [0-9]+ values differ"
                    "CHECK read_before_sync_is_stale: [1-9][0-9]* of [0-9]+ values stale ... PASS"
                    "All [0-9]+ checks passed"
