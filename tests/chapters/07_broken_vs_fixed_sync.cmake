@@ -189,7 +189,7 @@ chapter_test(NAME one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIO
 # in): under CUDA_LAUNCH_BLOCKING=1 every case but hidden-by-setting (whose runs reset the
 # settings) and host-read, under CUDA_DEVICE_MAX_CONNECTIONS=1 every race between two streams
 # (the quick side waits in the one queue behind the slow kernel). Under CUDA_LAUNCH_BLOCKING=1
-# host-read keeps a narrow race (the copy itself stays asynchronous): it showed in one run of three
+# host-read keeps a narrow race (the copy itself stays asynchronous): it showed in 3 runs of 9
 # on the H200, so its test expects the bug (exit 3) and a hidden run (77) counts as skipped.
 # Every fixed variant is right under both.
 foreach(setting IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS)
