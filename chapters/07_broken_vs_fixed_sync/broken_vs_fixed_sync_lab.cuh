@@ -184,6 +184,12 @@ struct Lab {
     }
     return "";
   }
+  // For a bug that a setting only makes unlikely (host-read under CUDA_LAUNCH_BLOCKING=1): "did
+  // not show under <setting>: <why>", or "".
+  std::string may_hide(const char* launch_blocking_why) const {
+    if (!env.launch_blocking) return "";
+    return std::string("did not show under CUDA_LAUNCH_BLOCKING=1: ") + launch_blocking_why;
+  }
   // hides() for a race between a slow stream and a quick one.
   std::string race_hidden() const { return hides(kLaunchWaited, kOneQueue); }
   // Starts a variant of case `name`: one line saying what it issues.
