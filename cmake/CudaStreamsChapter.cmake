@@ -210,17 +210,19 @@ function(chapter_bad_values)
   endforeach()
 endfunction()
 
-# chapter_sanitizer_tests([EXE target] [ARGS args...] [TOOLS tools...] [TOOL_ARGS args...])
+# chapter_sanitizer_tests([EXE target] [NAME name] [ARGS args...] [TOOLS tools...]
+#                         [TOOL_ARGS args...])
 #
 # Where compute-sanitizer is found, runs the executable under each tool
 # (default: memcheck with leak checking, racecheck, synccheck, initcheck), with TOOL_ARGS given
-# to the tool, and --no-timing and ARGS to the program; each must report no error. Labels:
-# sanitizer, gpu.
+# to the tool, and --no-timing and ARGS to the program; each must report no error. The tests are
+# named EXE.sanitizer.TOOL, or EXE.sanitizer_NAME.TOOL with NAME (several sets for one program).
+# Labels: sanitizer, gpu.
 function(chapter_sanitizer_tests)
   if(NOT CUDA_STREAMS_SANITIZER)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "EXE" "ARGS;TOOLS;TOOL_ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "EXE;NAME" "ARGS;TOOLS;TOOL_ARGS" ${ARGN})
   if(NOT ARG_EXE)
     set(ARG_EXE ${CHAPTER})
   endif()
@@ -233,6 +235,9 @@ function(chapter_sanitizer_tests)
       list(APPEND tool_args --leak-check full)
     endif()
     set(test_name ${ARG_EXE}.sanitizer.${tool})
+    if(ARG_NAME)
+      set(test_name ${ARG_EXE}.sanitizer_${ARG_NAME}.${tool})
+    endif()
     add_test(NAME ${test_name}
              COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0 --match "(ERROR|RACECHECK) SUMMARY: 0"
                      -- ${CUDA_STREAMS_SANITIZER} ${tool_args} --error-exitcode 99

@@ -82,13 +82,5 @@ endforeach()
 # never failed. So loop_body runs under memcheck and initcheck nowhere in the suite: a gap, kept
 # in view here until a later tool release runs the node cleanly.
 chapter_sanitizer_tests(ARGS --part pdl --fixed --chain 20 --repeats 1)
-if(CUDA_STREAMS_SANITIZER)
-  foreach(tool IN ITEMS racecheck synccheck)
-    set(test_name ${CHAPTER}.sanitizer_graph.${tool})
-    add_test(NAME ${test_name}
-             COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0 --match "(ERROR|RACECHECK) SUMMARY: 0"
-                     -- ${CUDA_STREAMS_SANITIZER} --tool ${tool} --error-exitcode 99
-                     $<TARGET_FILE:${CHAPTER}> --no-timing --part graph --iterations 20 --repeats 1)
-    set_tests_properties(${test_name} PROPERTIES LABELS "sanitizer;gpu" SKIP_RETURN_CODE 77 TIMEOUT 600)
-  endforeach()
-endif()
+chapter_sanitizer_tests(NAME graph TOOLS racecheck synccheck
+                        ARGS --part graph --iterations 20 --repeats 1)
