@@ -210,6 +210,35 @@ function(chapter_bad_values)
   endforeach()
 endfunction()
 
+# chapter_integer_flags(FLAG:MIN:MAX...)
+#
+# The args tests of integer flags: for each, `--FLAG` with its minimum minus one (and 0 where the
+# minimum is above 1), a negative number, a word and its maximum plus one must exit 2 with
+# "--FLAG expects an integer from MIN to MAX, got '<value>'".
+function(chapter_integer_flags)
+  foreach(spec IN LISTS ARGN)
+    string(REPLACE ":" ";" fields "${spec}")
+    list(LENGTH fields count)
+    if(NOT count EQUAL 3)
+      message(FATAL_ERROR "chapter_integer_flags: '${spec}' is not FLAG:MIN:MAX")
+    endif()
+    list(GET fields 0 flag)
+    list(GET fields 1 min)
+    list(GET fields 2 max)
+    math(EXPR too_big "${max} + 1")
+    set(cases negative=-3 not_a_number=ten too_big=${too_big})
+    if(min GREATER 0)
+      math(EXPR too_small "${min} - 1")
+      list(APPEND cases below_min=${too_small})
+    endif()
+    if(min GREATER 1)
+      list(APPEND cases zero=0)
+    endif()
+    chapter_bad_values(FLAG ${flag} CASES ${cases}
+                       EXPECT "--${flag} expects an integer from ${min} to ${max}, got '<value>'")
+  endforeach()
+endfunction()
+
 # chapter_sanitizer_tests([EXE target] [NAME name] [ARGS args...] [TOOLS tools...]
 #                         [TOOL_ARGS args...])
 #

@@ -97,27 +97,9 @@ chapter_test(NAME try.trace_and_svg LABELS gpu timing
 chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
              MATCH "--part expects one of all, range, pytorch, latency, preemption, got 'nosuch'")
 
-# Every integer flag: zero (where not allowed), negative, not a number, too big.
-foreach(spec IN ITEMS "flood-ms;1;1000" "block-us;5;10000" "short-us;1;1000" "running-ms;1;1000"
-                      "settle-us;0;100000" "repeats;1;100")
-  list(GET spec 0 flag)
-  list(GET spec 1 min)
-  list(GET spec 2 max)
-  string(REPLACE "-" "_" name ${flag})
-  math(EXPR too_big "${max} + 1")
-  set(bad_values -3 ten ${too_big})
-  set(bad_names negative not_a_number too_big)
-  if(min GREATER 0)
-    list(APPEND bad_values 0)
-    list(APPEND bad_names zero)
-  endif()
-  foreach(bad bad_name IN ZIP_LISTS bad_values bad_names)
-    chapter_test(NAME args.${name}_${bad_name} LABELS args host ARGS --${flag} ${bad} EXIT 2
-                 MATCH "--${flag} expects an integer from ${min} to ${max}, got '${bad}'")
-  endforeach()
-endforeach()
-chapter_test(NAME args.block_us_below_min LABELS args host ARGS --block-us 4 EXIT 2
-             MATCH "--block-us expects an integer from 5 to 10000, got '4'")
+# Every integer flag: below its minimum, negative, not a number, too big.
+chapter_integer_flags(flood-ms:1:1000 block-us:5:10000 short-us:1:1000 running-ms:1:1000
+                      settle-us:0:100000 repeats:1:100)
 # Flags that must agree with each other.
 chapter_test(NAME args.blocks_too_long_for_flood LABELS args host ARGS --flood-ms 1 --block-us 200
              EXIT 2

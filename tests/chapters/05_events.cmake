@@ -89,21 +89,9 @@ chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNE
 chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
              MATCH "--part expects one of all, timing, dependency, query, flags, got 'nosuch'")
 
-# Every integer flag: zero, negative, not a number, too big.
-foreach(spec IN ITEMS "kernel-ms;1;1000" "producer-ms;1;1000" "rounds;1;1000" "overlap-ms;1;1000"
-                      "records;1;1000000" "wait-ms;1;1000" "repeats;1;100")
-  list(GET spec 0 flag)
-  list(GET spec 1 min)
-  list(GET spec 2 max)
-  string(REPLACE "-" "_" name ${flag})
-  math(EXPR too_big "${max} + 1")
-  set(bad_values 0 -3 ten ${too_big})
-  set(bad_names zero negative not_a_number too_big)
-  foreach(bad bad_name IN ZIP_LISTS bad_values bad_names)
-    chapter_test(NAME args.${name}_${bad_name} LABELS args host ARGS --${flag} ${bad} EXIT 2
-                 MATCH "--${flag} expects an integer from ${min} to ${max}, got '${bad}'")
-  endforeach()
-endforeach()
+# Every integer flag: below its minimum, negative, not a number, too big.
+chapter_integer_flags(kernel-ms:1:1000 producer-ms:1:1000 rounds:1:1000 overlap-ms:1:1000
+                      records:1:1000000 wait-ms:1:1000 repeats:1:100)
 # --elements is a size: K, M and G suffixes, at most 64M values.
 set(bad_values 0 -5 lots 65M)
 set(bad_names zero negative not_a_number too_big)

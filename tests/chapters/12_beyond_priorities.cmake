@@ -60,17 +60,9 @@ chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNE
 chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
              MATCH "--part expects one of all, green, memops, got 'nosuch'")
 
-# Every integer flag: zero (or below its minimum), negative, not a number, too big.
-foreach(spec IN ITEMS "flood-ms;1;200" "short-us;1;1000" "sms;1;256" "releases;1;10000"
-                      "watchdog-ms;10;10000" "repeats;1;100")
-  list(GET spec 0 flag)
-  list(GET spec 1 min)
-  list(GET spec 2 max)
-  math(EXPR too_big "${max} + 1")
-  math(EXPR too_small "${min} - 1")
-  chapter_bad_values(FLAG ${flag} EXPECT "--${flag} expects an integer from ${min} to ${max}, got '<value>'"
-                     CASES below_min=${too_small} negative=-3 not_a_number=ten too_big=${too_big})
-endforeach()
+# Every integer flag: below its minimum, negative, not a number, too big.
+chapter_integer_flags(flood-ms:1:200 short-us:1:1000 sms:1:256 releases:1:10000
+                      watchdog-ms:10:10000 repeats:1:100)
 
 # No compute-sanitizer tests: its support for green contexts is not documented, and a tool that
 # serializes streams would hold the memops part's flag waits until the watchdog. The kernels of

@@ -62,16 +62,8 @@ chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNE
 chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
              MATCH "--part expects one of all, pdl, graph, got 'nosuch'")
 
-# Every integer flag: zero (or below its minimum), negative, not a number, too big.
-foreach(spec IN ITEMS "chain;10;100000" "prologue-us;1;1000" "iterations;1;1000000" "repeats;1;100")
-  list(GET spec 0 flag)
-  list(GET spec 1 min)
-  list(GET spec 2 max)
-  math(EXPR too_big "${max} + 1")
-  math(EXPR too_small "${min} - 1")
-  chapter_bad_values(FLAG ${flag} EXPECT "--${flag} expects an integer from ${min} to ${max}, got '<value>'"
-                     CASES below_min=${too_small} negative=-3 not_a_number=ten too_big=${too_big})
-endforeach()
+# Every integer flag: below its minimum, negative, not a number, too big.
+chapter_integer_flags(chain:10:100000 prologue-us:1:1000 iterations:1:1000000 repeats:1:100)
 
 # compute-sanitizer: the PDL part with the fixed consumer only (--fixed: the broken one reads
 # early on purpose, and a tool that serializes kernels makes its early read not stale, so its
