@@ -239,19 +239,17 @@ function(chapter_integer_flags)
   endforeach()
 endfunction()
 
-# chapter_sanitizer_tests([EXE target] [NAME name] [ARGS args...] [TOOLS tools...]
-#                         [TOOL_ARGS args...])
+# chapter_sanitizer_tests([EXE target] [NAME name] [ARGS args...] [TOOLS tools...])
 #
 # Where compute-sanitizer is found, runs the executable under each tool
-# (default: memcheck with leak checking, racecheck, synccheck, initcheck), with TOOL_ARGS given
-# to the tool, and --no-timing and ARGS to the program; each must report no error. The tests are
-# named EXE.sanitizer.TOOL, or EXE.sanitizer_NAME.TOOL with NAME (several sets for one program).
-# Labels: sanitizer, gpu.
+# (default: memcheck with leak checking, racecheck, synccheck, initcheck), giving --no-timing and
+# ARGS to the program; each must report no error. The tests are named EXE.sanitizer.TOOL, or
+# EXE.sanitizer_NAME.TOOL with NAME (several sets for one program). Labels: sanitizer, gpu.
 function(chapter_sanitizer_tests)
   if(NOT CUDA_STREAMS_SANITIZER)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "EXE;NAME" "ARGS;TOOLS;TOOL_ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "EXE;NAME" "ARGS;TOOLS" ${ARGN})
   if(NOT ARG_EXE)
     set(ARG_EXE ${CHAPTER})
   endif()
@@ -259,7 +257,7 @@ function(chapter_sanitizer_tests)
     set(ARG_TOOLS memcheck racecheck synccheck initcheck)
   endif()
   foreach(tool IN LISTS ARG_TOOLS)
-    set(tool_args --tool ${tool} ${ARG_TOOL_ARGS})
+    set(tool_args --tool ${tool})
     if(tool STREQUAL "memcheck")
       list(APPEND tool_args --leak-check full)
     endif()
