@@ -7,6 +7,7 @@ namespace cs {
 namespace {
 int g_checks_run = 0;
 int g_checks_failed = 0;
+int g_checks_skipped = 0;
 
 std::string format_number(double value, const std::string& unit) {
   char text[64];
@@ -48,6 +49,7 @@ bool check_that(const std::string& name, bool passed, const std::string& detail)
 }
 
 void check_skipped(const std::string& name, const std::string& reason) {
+  ++g_checks_skipped;
   std::printf("CHECK %s: skipped (%s)\n", name.c_str(), reason.c_str());
   std::fflush(stdout);
 }
@@ -74,14 +76,24 @@ int checks_run() {
 int checks_failed() {
   return g_checks_failed;
 }
+int checks_skipped() {
+  return g_checks_skipped;
+}
 
 void reset_checks() {
   g_checks_run = 0;
   g_checks_failed = 0;
+  g_checks_skipped = 0;
 }
 
 int finish() {
   const int passed = g_checks_run - g_checks_failed;
+  if (g_checks_run == 0) {
+    // A run that proved nothing is not a pass: it fails unless every check said why it skipped.
+    std::printf("\nNo check ran; %d skipped.\n", g_checks_skipped);
+    std::fflush(stdout);
+    return g_checks_skipped > 0 ? 0 : 1;
+  }
   if (g_checks_failed == 0) {
     std::printf("\nAll %d checks passed.\n", g_checks_run);
   } else {

@@ -76,7 +76,7 @@ chapter_test(NAME hidden_by_setting.fixed LABELS gpu ARGS --case hidden-by-setti
 chapter_test(NAME all.broken LABELS gpu timing ARGS --case all --broken EXIT 3
              MATCH "Exit status 3: the bug was reproduced" NO_MATCH "bug NOT reproduced")
 chapter_test(NAME all.fixed LABELS gpu timing ARGS --case all --fixed
-             MATCH "All [0-9]+ checks passed" NO_MATCH "BUG REPRODUCED" "FAIL")
+             MATCH "All [1-9][0-9]* checks passed" NO_MATCH "BUG REPRODUCED" "FAIL")
 chapter_test(NAME trace_file LABELS gpu ARGS --case cross-stream --fixed --trace cross_stream.json
              MATCH "Trace written to cross_stream.json")
 
@@ -93,13 +93,13 @@ chapter_test(NAME args.broken_and_fixed LABELS args host ARGS --case host-read -
 chapter_test(NAME lesson LABELS gpu timing EXIT 0
              MATCH "CHECK host_read_bug_shown: the bug showed ... PASS"
                    "CHECK legacy_default_bug_shown: the bug showed ... PASS"
-                   "All [0-9]+ checks passed"
+                   "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 # The whole lesson with --no-timing: over-sync's bug (its running time) cannot be shown, and says so.
 chapter_test(NAME lesson_no_timing LABELS gpu ARGS --no-timing EXIT 0
              MATCH "CHECK over_sync_slowdown: skipped \\(cannot be shown with --no-timing"
                    "CHECK host_read_bug_shown: the bug showed ... PASS"
-                   "All [0-9]+ checks passed"
+                   "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME args.broken_without_timing LABELS args host ARGS --case over-sync --broken --no-timing EXIT 2
              MATCH "--no-timing with --broken: over-sync's bug is its running time")
@@ -132,41 +132,41 @@ endforeach()
 # broken, then fixed).
 foreach(part IN ITEMS host-read cross-stream reuse use-after-free legacy-default hidden-by-setting)
   chapter_test(NAME part.${part} LABELS gpu ARGS --part ${part}
-               MATCH "== Part [0-9] of 7: ${part}" "BUG REPRODUCED" "All [0-9]+ checks passed"
+               MATCH "== Part [0-9] of 7: ${part}" "BUG REPRODUCED" "All [1-9][0-9]* checks passed"
                NO_MATCH "FAIL")
 endforeach()
 chapter_test(NAME part.over-sync LABELS gpu timing ARGS --part over-sync
              MATCH "== Part 5 of 7: over-sync" "CHECK over_sync_slowdown: .* PASS"
-                   "CHECK sync_once_speedup: .* PASS" "All [0-9]+ checks passed"
+                   "CHECK sync_once_speedup: .* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 
 # The commands the lesson suggests ("Try:" and "What to try next").
 chapter_test(NAME try.short_delay LABELS gpu timing ARGS --delay-ms 1
-             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL" "bug NOT reproduced")
+             MATCH "All [1-9][0-9]* checks passed" NO_MATCH "FAIL" "bug NOT reproduced")
 chapter_test(NAME try.host_read_short_delay LABELS gpu ARGS --part host-read --delay-ms 1
-             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+             MATCH "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.reuse_short_delay LABELS gpu ARGS --part reuse --delay-ms 5
-             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+             MATCH "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.use_after_free_fixed LABELS gpu ARGS --part use-after-free --fixed
-             MATCH "plain cudaFree of an unrelated buffer" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+             MATCH "plain cudaFree of an unrelated buffer" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.over_sync_no_timing LABELS gpu ARGS --part over-sync --fixed --no-timing
-             MATCH "CHECK synced_once_result: 0 of 16384" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+             MATCH "CHECK synced_once_result: 0 of 16384" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.legacy_default_broken LABELS gpu ARGS --part legacy-default --broken EXIT 3
              MATCH "CHECK blocking_streams_look_right: .* PASS" "BUG REPRODUCED")
 chapter_test(NAME try.hidden_by_setting_fixed LABELS gpu ARGS --part hidden-by-setting --fixed
              MATCH "CHECK fixed_right_under_every_setting: .* PASS" NO_MATCH "FAIL")
 chapter_test(NAME try.one_connection_cross_stream LABELS gpu ENV CUDA_DEVICE_MAX_CONNECTIONS=1
-             ARGS --part cross-stream MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+             ARGS --part cross-stream MATCH "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.launch_blocking_cross_stream LABELS gpu ENV CUDA_LAUNCH_BLOCKING=1
              ARGS --part cross-stream
              MATCH "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
-                   "All [0-9]+ checks passed" NO_MATCH "FAIL")
+                   "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.launch_blocking_host_read LABELS gpu ENV CUDA_LAUNCH_BLOCKING=1
              ARGS --part host-read
              MATCH "CHECK host_read_bug_shown: (skipped \\(did not show under CUDA_LAUNCH_BLOCKING=1|the bug showed)"
-                   "All [0-9]+ checks passed" NO_MATCH "FAIL")
+                   "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.small_buffers LABELS gpu ARGS --part cross-stream --elements 1024
-             MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+             MATCH "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 
 # The whole lesson under the two settings: each broken variant shows its bug or says that the
 # setting hides it (a skipped check); every fixed variant is right; exit 0.
@@ -175,14 +175,14 @@ chapter_test(NAME launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
                    "CHECK host_read_bug_shown: (skipped \\(did not show under CUDA_LAUNCH_BLOCKING=1|the bug showed)"
                    "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
                    "CHECK cross_stream_sum: .* PASS" "CHECK fixed_right_under_every_setting: .* PASS"
-                   "All [0-9]+ checks passed"
+                   "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "bug NOT reproduced")
 chapter_test(NAME one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
              MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "CHECK reuse_bug_shown: skipped \\(cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "CHECK cross_stream_sum: .* PASS" "CHECK sync_once_speedup: .* PASS"
-                   "All [0-9]+ checks passed"
+                   "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "bug NOT reproduced")
 
 # Each broken variant under each setting: its bug shows (exit 3), or the program says the setting
@@ -215,6 +215,6 @@ foreach(setting IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS)
                    ARGS --case ${case} --broken EXIT 3 MATCH "BUG REPRODUCED" NO_MATCH "FAIL")
     endif()
     chapter_test(NAME env.${setting}.${case}.fixed LABELS ${labels} ENV ${setting}=1
-                 ARGS --case ${case} --fixed MATCH "All [0-9]+ checks passed" NO_MATCH "FAIL")
+                 ARGS --case ${case} --fixed MATCH "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
   endforeach()
 endforeach()

@@ -19,7 +19,7 @@ set(chapter11_results
     "CHECK tensors_on_current_device: .* PASS"
     "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
     "CHECK graph_replay_reads_new_input: 0 of 16384 values differ"
-    "All [0-9]+ checks passed")
+    "All [1-9][0-9]* checks passed")
 # The broken examples must be caught as broken, in words, every time.
 set(chapter11_timed
     "torch.Size\\(\\[1000, 1000\\]\\) torch.Size\\(\\[1000, 1000\\]\\)"
@@ -47,14 +47,14 @@ set(chapter11_launch_blocking
     # the slow sum() had finished before A was freed: record_stream had nothing to wait for
     "CHECK fixed_record_stream: skipped \\(CUDA_LAUNCH_BLOCKING=1: sum\\(\\) on the side stream had finished before A was freed"
     "CHECK graph_replay_matches_eager: .*PASS|CHECK graph_replay_matches_eager: skipped \\(CUDA_LAUNCH_BLOCKING=1"
-    "All [0-9]+ checks passed")
+    "All [1-9][0-9]* checks passed")
 set(chapter11_one_queue
     "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
     "CHECK seed_sync_serializes: skipped \\(CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits"
     "With one hardware queue stream1's multiply waits for its spin"
     "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
     "CHECK graph_replay_speedup: .* PASS"
-    "All [0-9]+ checks passed")
+    "All [1-9][0-9]* checks passed")
 
 if(TARGET ${CHAPTER})
   chapter_test(NAME all LABELS gpu timing
@@ -76,7 +76,7 @@ if(TARGET ${CHAPTER})
                      "CHECK seed_tensors_on_gpu1: .* PASS"
                      "CHECK seed_z_stays_on_gpu0: .* PASS"
                      "CHECK seed_c_equals_a_plus_b: 0 of 2 values differ"
-                     "All [0-9]+ checks passed")
+                     "All [1-9][0-9]* checks passed")
 
   # One test per part of the lesson (--part NAME); the timed parts are labelled timing.
   foreach(part IN LISTS chapter11_parts)
@@ -87,18 +87,18 @@ if(TARGET ${CHAPTER})
       list(APPEND labels timing)
     endif()
     chapter_test(NAME part.${name} LABELS ${labels} ARGS --part ${name}
-                 MATCH "== Part ${number} of 9: ${name}" ${fields} "All [0-9]+ checks passed"
+                 MATCH "== Part ${number} of 9: ${name}" ${fields} "All [1-9][0-9]* checks passed"
                  NO_MATCH "FAIL" "== Part [^${number}] of 9")
   endforeach()
   # The capture part, quick: replays match eager results, fewer timed iterations.
   chapter_test(NAME capture LABELS gpu timing ARGS --part capture --replays 50
                MATCH "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
                      "CHECK graph_replay_reads_new_input: 0 of 16384 values differ"
-                     "CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS" "All [0-9]+ checks passed"
+                     "CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS" "All [1-9][0-9]* checks passed"
                NO_MATCH "FAIL")
   # The commands the lesson suggests.
   chapter_test(NAME try.short_spin LABELS gpu timing ARGS --spin-ms 1
-               MATCH "CHECK seed_sync_serializes: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+               MATCH "CHECK seed_sync_serializes: .* PASS" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
   foreach(try IN ITEMS "serialize;--spin-ms;1" "matmul;--matrix;4096" "race;--spin-ms;1"
                       "record;--spin-ms;1")
     list(POP_FRONT try part)
@@ -106,10 +106,10 @@ if(TARGET ${CHAPTER})
     string(REPLACE "--" "" suffix "${suffix}")
     string(REPLACE "-" "_" suffix "${suffix}")
     chapter_test(NAME try.${part}.${suffix} LABELS gpu timing ARGS --part ${part} ${try}
-                 MATCH "== Part [0-9] of 9: ${part}" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+                 MATCH "== Part [0-9] of 9: ${part}" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
   endforeach()
   chapter_test(NAME try.many_replays LABELS gpu timing ARGS --part capture --replays 2000
-               MATCH "CHECK graph_replay_speedup: .* PASS" "All [0-9]+ checks passed" NO_MATCH "FAIL")
+               MATCH "CHECK graph_replay_speedup: .* PASS" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
   # The launch environments users run under: every check passes or says why it is skipped.
   chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
                MATCH ${chapter11_launch_blocking} NO_MATCH "FAIL")
@@ -195,11 +195,11 @@ if(CUDA_STREAMS_TORCH_PYTHON)
                               "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
                               "CHECK graph_replay_reads_new_input: 0 of 16384 values differ"
                               "CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS"
-                              "All [0-9]+ checks passed")
+                              "All [1-9][0-9]* checks passed")
   # The README's "Try:" of part 7, in Python.
   chapter11_python_test(part.priorities "gpu;python" ARGS --part priorities
                         MATCH "== Part 7 of 9: priorities" "CHECK priority_mapping: .* PASS"
-                              "All [0-9]+ checks passed")
+                              "All [1-9][0-9]* checks passed")
   chapter11_python_test(env.launch_blocking "gpu;timing;python" ENV CUDA_LAUNCH_BLOCKING=1
                         MATCH ${chapter11_launch_blocking})
   chapter11_python_test(env.one_connection "gpu;timing;python" ENV CUDA_DEVICE_MAX_CONNECTIONS=1

@@ -36,4 +36,14 @@ TEST(Check, ComparesInTheStatedDirectionAndCounts) {
   cs::reset_checks();
 }
 
+TEST(Check, NoCheckRunIsNoPass) {
+  cs::reset_checks();
+  EXPECT_EQ(cs::finish(), 1);  // proved nothing and said nothing
+  cs::check_skipped("timed", "--no-timing");
+  EXPECT_EQ(cs::checks_skipped(), 1);
+  EXPECT_EQ(cs::checks_run(), 0);
+  EXPECT_EQ(cs::finish(), 0);  // every check said why it could not run here
+  cs::reset_checks();
+}
+
 }  // namespace

@@ -64,10 +64,14 @@ std::string first_reason(std::initializer_list<std::string> reasons);
 int checks_run();
 /// How many checks failed.
 int checks_failed();
+/// How many checks said `skipped (<reason>)`.
+int checks_skipped();
 /// Forgets the counts (for unit tests).
 void reset_checks();
 
-/// Prints `N of M checks passed` (naming the failures' count) and returns 0 if all passed, else 1.
+/// Prints `All N checks passed.` (0), or `N of M checks passed; K FAILED.` (1), or, when no check
+/// ran, `No check ran; K skipped.` (0 if K > 0: every check said why it could not run here; 1 if
+/// K is 0: the run proved nothing).
 int finish();
 
 }  // namespace cs
