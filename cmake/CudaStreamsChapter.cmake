@@ -12,6 +12,7 @@
 # exits 0). The README and the source become pages of the documentation.
 
 set(CUDA_STREAMS_EXPECT_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/../tests/expect.sh)
+set(CUDA_STREAMS_SANITIZE_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/../tests/sanitize.sh)
 find_program(CUDA_STREAMS_SANITIZER compute-sanitizer HINTS ${CUDAToolkit_BIN_DIR} ${CUDAToolkit_BIN_DIR}/../compute-sanitizer)
 if(CUDA_STREAMS_SANITIZER)
   message(STATUS "cuda-streams: compute-sanitizer found: the 'sanitizer' tests are registered")
@@ -90,7 +91,9 @@ endfunction()
 
 # Builds chapters/NN_topic/exercise.cu as NN_topic_exercise, and the instructor's solution
 # (tests/exercises/NN_topic.cmake applies it with exercise_solution()) as
-# NN_topic_exercise_solved; exercise_test() there registers the same test for both.
+# NN_topic_exercise_solved; exercise_test() there registers the same test for both, and the
+# test that the exercise as given fails on the check its lesson is about (.as_given). A
+# solution file without an exercise_test() stops the configure step.
 function(cuda_streams_exercise chapter)
   set(solution_file ${PROJECT_SOURCE_DIR}/tests/exercises/${chapter}.cmake)
   if(NOT EXISTS ${solution_file})
@@ -104,6 +107,11 @@ function(cuda_streams_exercise chapter)
   chapter_test(NAME args.unknown_flag EXE ${EXERCISE} ARGS --no-such-flag EXIT 2
                MATCH "unknown flag '--no-such-flag'" LABELS args host exercise)
   include(${solution_file})
+  get_property(exercise_tests DIRECTORY PROPERTY CUDA_STREAMS_EXERCISE_TESTS)
+  if(NOT exercise_tests)
+    message(FATAL_ERROR "${solution_file} registers no exercise_test(): the exercise would be "
+                        "built but never run")
+  endif()
 endfunction()
 
 # exercise_solution(REPLACE old new [REPLACE old new ...])
@@ -139,25 +147,52 @@ function(exercise_solution)
   cuda_streams_warnings(${EXERCISE}_solved)
 endfunction()
 
-# exercise_test([NAME name] [ARGS ...] [MATCH ...] [NO_MATCH ...] [ENV ...] [TIMING])
+# exercise_test([NAME name] [ARGS ...] [MATCH ...] [NO_MATCH ...] [ENV ...] [TIMING]
+#               FAILS_WITH check... [GIVEN_EXIT code])
 #
-# The test that a student's exercise must pass, registered for the exercise (it fails until
-# the exercise is fixed) and for the solved build (it must pass). Labels: exercise, gpu, and
-# timing with TIMING.
+# The test that a student's exercise must pass, registered for the exercise
+# (<chapter>_exercise.exercise[.name]: it fails until the exercise is fixed) and for the solved
+# build (<chapter>_exercise_solved.exercise[.name]: it must pass). FAILS_WITH (required) names
+# the check, or checks, that the exercise as given fails: <chapter>_exercise.exercise[.name].as_given
+# runs the unsolved exercise with the same ARGS and ENV and passes when it exits GIVEN_EXIT
+# (default 1) and prints `CHECK <check>: ... FAIL` for each of them, so that an exercise that
+# passes unsolved, or fails for another reason than its lesson, is noticed. It guards the
+# exercise as shipped: once a student has solved their copy it fails (students run
+# `ctest -R '<chapter>_exercise\.' -E as_given`). Labels: exercise, gpu, and timing with TIMING.
 function(exercise_test)
-  cmake_parse_arguments(ARG "TIMING" "NAME" "ARGS;MATCH;NO_MATCH;ENV" ${ARGN})
+  cmake_parse_arguments(ARG "TIMING" "NAME;GIVEN_EXIT" "ARGS;MATCH;NO_MATCH;ENV;FAILS_WITH" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "exercise_test for ${EXERCISE}: unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
   set(name exercise)
   if(ARG_NAME)
     set(name exercise.${ARG_NAME})
+  endif()
+  if(NOT ARG_FAILS_WITH)
+    message(FATAL_ERROR "exercise_test ${EXERCISE}.${name}: FAILS_WITH is required: name the check "
+                        "that the exercise as given fails (its CHECK line ends in FAIL)")
+  endif()
+  if(NOT DEFINED ARG_GIVEN_EXIT)
+    set(ARG_GIVEN_EXIT 1)
   endif()
   set(labels exercise gpu)
   if(ARG_TIMING)
     list(APPEND labels timing)
   endif()
+  set(given_match "")
+  foreach(check IN LISTS ARG_FAILS_WITH)
+    if(NOT check MATCHES "^[a-z0-9_]+$")
+      message(FATAL_ERROR "exercise_test ${EXERCISE}.${name}: FAILS_WITH '${check}' is not a check name")
+    endif()
+    list(APPEND given_match "CHECK ${check}: .* FAIL")
+  endforeach()
   foreach(exe ${EXERCISE} ${EXERCISE}_solved)
     chapter_test(NAME ${name} EXE ${exe} ARGS ${ARG_ARGS} MATCH ${ARG_MATCH} NO_MATCH ${ARG_NO_MATCH}
                  ENV ${ARG_ENV} LABELS ${labels})
   endforeach()
+  chapter_test(NAME ${name}.as_given EXE ${EXERCISE} ARGS ${ARG_ARGS} EXIT ${ARG_GIVEN_EXIT}
+               MATCH ${given_match} ENV ${ARG_ENV} LABELS ${labels})
+  set_property(DIRECTORY APPEND PROPERTY CUDA_STREAMS_EXERCISE_TESTS ${name})
 endfunction()
 
 # chapter_test(NAME name [EXE target] [ARGS args...] [EXIT codes...] [MATCH regex...]
@@ -293,8 +328,8 @@ function(chapter_sanitizer_tests)
     endif()
     add_test(NAME ${test_name}
              COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} --exit 0 --match "(ERROR|RACECHECK) SUMMARY: 0"
-                     -- ${CUDA_STREAMS_SANITIZER} ${tool_args} --error-exitcode 99
-                     $<TARGET_FILE:${ARG_EXE}> --no-timing ${ARG_ARGS})
-    set_tests_properties(${test_name} PROPERTIES LABELS "sanitizer;gpu" SKIP_RETURN_CODE 77 TIMEOUT 600)
+                     -- bash ${CUDA_STREAMS_SANITIZE_SCRIPT} ${CUDA_STREAMS_SANITIZER} ${tool_args}
+                     --error-exitcode 99 -- $<TARGET_FILE:${ARG_EXE}> --no-timing ${ARG_ARGS})
+    set_tests_properties(${test_name} PROPERTIES LABELS "sanitizer;gpu" SKIP_RETURN_CODE 77 TIMEOUT 120)
   endforeach()
 endfunction()

@@ -4,8 +4,9 @@
 #   scripts/run_chapters.sh [REGEX]     # only the chapters whose folder names match REGEX
 #
 # Uses the "default" preset's build folder (build/). Each chapter's own output is shown under a
-# header; the table at the end gives each chapter's result and time. Exit status 0 when every
-# chapter that ran passed.
+# header; the table at the end gives each chapter's result and time, "PASS (N skipped)" where a
+# chapter passed with checks or parts that could not run here, and below it what skipped and why.
+# Exit status 0 when every chapter that ran passed.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -35,6 +36,7 @@ fi
 
 results=()
 seconds=()
+skipped_lines=()
 no_gpu_reason=""
 failures=0
 for name in "${chapters[@]}"; do
@@ -59,8 +61,15 @@ for name in "${chapters[@]}"; do
     continue
   fi
   printf '\n==================== %s ====================\n%s\n' "$name" "$output"
+  # What passed without being proven here: skipped checks and parts, each with its reason.
+  skips=$(printf '%s\n' "$output" | grep -E '^(CHECK [^:]+: skipped \(|SKIP: )' || true)
+  skip_count=0
+  if [ -n "$skips" ]; then
+    skip_count=$(printf '%s\n' "$skips" | wc -l)
+    while IFS= read -r line; do skipped_lines+=("$name: $line"); done <<<"$skips"
+  fi
   case $status in
-    0) results+=("PASS") ;;
+    0) if [ "$skip_count" -gt 0 ]; then results+=("PASS ($skip_count skipped)"); else results+=("PASS"); fi ;;
     77) results+=("skipped") ;; # this device or driver lacks what the chapter needs; it said why
     1) results+=("FAIL"); failures=$((failures + 1)) ;;
     *) results+=("exit $status"); failures=$((failures + 1)) ;;
@@ -74,9 +83,14 @@ if [ -n "$no_gpu_reason" ]; then
   echo "They were built; run them on a machine with an NVIDIA GPU and driver."
   echo
 fi
-printf '%-32s %-10s %8s\n' "chapter" "result" "seconds"
-printf '%-32s %-10s %8s\n' "-------" "------" "-------"
+printf '%-32s %-18s %8s\n' "chapter" "result" "seconds"
+printf '%-32s %-18s %8s\n' "-------" "------" "-------"
 for i in "${!chapters[@]}"; do
-  printf '%-32s %-10s %8s\n' "${chapters[$i]}" "${results[$i]}" "${seconds[$i]}"
+  printf '%-32s %-18s %8s\n' "${chapters[$i]}" "${results[$i]}" "${seconds[$i]}"
 done
+if [ ${#skipped_lines[@]} -gt 0 ]; then
+  echo
+  echo "Skipped here, and why:"
+  printf '  %s\n' "${skipped_lines[@]}"
+fi
 exit $((failures > 0))

@@ -35,11 +35,12 @@ def program_command(test):
     return command
 
 
-def expected_exit(test):
-    """The exit status the test expects (tests/expect.sh's --exit), 0 when it names none."""
+def expected_exits(test):
+    """The exit statuses the test accepts (tests/expect.sh's --exit, repeatable), {0} if none."""
     command = test.get("command") or []
     wrapper = command[:command.index("--")] if "--" in command else []
-    return int(wrapper[wrapper.index("--exit") + 1]) if "--exit" in wrapper else 0
+    codes = {int(wrapper[i + 1]) for i, word in enumerate(wrapper[:-1]) if word == "--exit"}
+    return codes or {0}
 
 
 def test_property(test, name, default):
@@ -81,7 +82,7 @@ def main():
             print(" ".join(command))
             continue
         for variable, value in SETTINGS:
-            env = dict(os.environ)
+            env = {k: v for k, v in os.environ.items() if k not in dict(SETTINGS)}
             for assignment in test_property(test, "ENVIRONMENT", []):
                 key, _, val = assignment.partition("=")
                 env[key] = val
@@ -90,12 +91,14 @@ def main():
             run = subprocess.run(command, env=env, capture_output=True, text=True,
                                  cwd=test_property(test, "WORKING_DIRECTORY", None))
             seconds = time.monotonic() - start
-            result = {expected_exit(test): "passed", 77: "skipped"}.get(run.returncode, "FAILED")
+            expected = expected_exits(test)
+            result = ("passed" if run.returncode in expected
+                      else "skipped" if run.returncode == 77 else "FAILED")
             counts[result] += 1
             note = f"  {last_skip_reason(run.stdout + run.stderr)}" if result == "skipped" else ""
             print(f"{result:8} {seconds:6.1f} s  {variable}={value} {test['name']}{note}", flush=True)
             if result == "FAILED":
-                print(f"         exit {run.returncode}, expected {expected_exit(test)}: {' '.join(command)}")
+                print(f"         exit {run.returncode}, expected {sorted(expected)}: {' '.join(command)}")
                 print("\n".join("         | " + line for line in (run.stdout + run.stderr).splitlines()[-15:]))
     if args.list:
         return 0

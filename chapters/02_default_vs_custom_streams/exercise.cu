@@ -12,7 +12,8 @@
 // Build, run and test
 //   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
 //   build/bin/02_default_vs_custom_streams_exercise
-//   ctest --preset default -L exercise -R 02_default_vs_custom_streams_exercise.exercise
+//   ctest --preset default -R '02_default_vs_custom_streams_exercise\.exercise' -E as_given
+//   (-E as_given leaves out the instructors' test that this file, as handed out, fails)
 //
 // What it prints
 //   The median time of both runs and the speedup, a timeline of both runs drawn from the times at
@@ -166,9 +167,12 @@ int main(int argc, char** argv) {
     cs::check_skipped("concurrency_speedup",
                       "concurrentKernels = 0: this device runs one kernel at a time");
   } else {
-    // N kernels on Q hardware queues take ceil(N / Q) turns, after the launches were issued.
+    // N kernels on Q hardware queues take ceil(N / Q) turns, after the launches were issued,
+    // allowing 10 us per launch (twice the H200's; not this run's issue time, which launches
+    // that serialize would raise, lowering their own bar).
+    constexpr double kLaunchMs = 0.010;
     const int turns = (kernels + connections - 1) / connections;
-    const double ideal = kernels * kernel_ms / (turns * kernel_ms + issue);
+    const double ideal = kernels * kernel_ms / (turns * kernel_ms + kernels * kLaunchMs);
     // 75% of the ideal leaves room for launch jitter and the kernels' start-up on the SMs.
     constexpr double kOfIdeal = 0.75;
     cs::check("concurrency_speedup", speedup, cs::Compare::at_least, kOfIdeal * ideal, "x",

@@ -9,7 +9,7 @@ exercise_solution(
 
 # 8 rounds of 1 Mi values behind a 30 ms producer: without the wait every value is stale; with a
 # host-side wait the round takes 30 ms to issue (bar: at most 0.5 of the producer's delay).
-exercise_test(TIMING
+exercise_test(TIMING FAILS_WITH consumer_results
               MATCH "CHECK consumer_results: 0 of 8388608 values differ from the CPU reference ... PASS"
                     "CHECK host_not_blocked: .* <= 0\\.50x .* PASS"
                     "All [1-9][0-9]* checks passed"

@@ -13,7 +13,7 @@ exercise_solution(
 
 # 64 MiB per step, 50 cycles: cudaMalloc + cudaFree about 140 us a cycle on an H200, the kept
 # pool about 14 us (0.1x; bar 0.5), the exercise as given about 1.0x.
-exercise_test(TIMING
+exercise_test(TIMING FAILS_WITH step_cycle_cost
               MATCH "CHECK reference_results: 0 of 55 values differ from the CPU reference ... PASS"
                     "CHECK step_results: 0 of 55 values differ from the CPU reference ... PASS"
                     "CHECK step_cycle_cost: .* <= 0\\.50x .* PASS"
