@@ -16,7 +16,7 @@
 //   build/bin/01_launch_config --part shared    # one part (--part NAME)
 //   build/bin/01_launch_config --help           # the flags and the parts
 // clang-format off
-//   nvcc -std=c++17 -Icommon/include chapters/01_launch_config/launch_config.cu common/src/*.cpp -o 01_launch_config
+//   nvcc -std=c++17 -arch=native -Icommon/include chapters/01_launch_config/launch_config.cu common/src/*.cpp -o 01_launch_config
 // clang-format on
 //
 // What to expect

@@ -10,7 +10,7 @@
 // Build and run
 //   cmake --preset default && cmake --build --preset default && build/bin/06_multi_device
 // clang-format off
-//   nvcc -std=c++17 -Icommon/include chapters/06_multi_device/multi_device.cu common/src/*.cpp -o 06_multi_device
+//   nvcc -std=c++17 -arch=native -Icommon/include chapters/06_multi_device/multi_device.cu common/src/*.cpp -o 06_multi_device
 // clang-format on
 //   build/bin/06_multi_device --part split --devices 0   # one part, on the devices listed
 //   build/bin/06_multi_device --help                     # every flag

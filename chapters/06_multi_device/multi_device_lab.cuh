@@ -120,22 +120,21 @@ inline int grid_for(int device, std::size_t n) {
   return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(wanted, sms * 8ull)));
 }
 
-// Whether a part that needs `needed` devices can run. Run alone, a part with too few devices on
-// the machine skips (77) and one with too few in --devices is a bad command line (2); inside
-// --part all it only prints why it is skipped.
+// Whether a part needing `needed` devices can run (cudaGetDeviceCount). Run alone: too few on the
+// machine skips (77, "SKIP: needs 2 devices (this machine has 1)"), too few in --devices is a bad
+// command line (2). Inside --part all it only prints why it is skipped.
 inline bool have_devices(const Context& ctx, int needed, const std::string& part) {
-  const int selected = static_cast<int>(ctx.devices.size());
+  const int selected = static_cast<int>(ctx.devices.size()), have = ctx.machine_devices;
   if (ctx.running_alone) {
-    cs::require_devices(needed, "--part " + part);
+    if (have < needed) cs::skip(cs::format("needs %d devices (this machine has %d)", needed, have));
     if (selected < needed) {
       cs::usage_error(cs::format("--part %s needs %d devices, but --devices selects %d",
                                  part.c_str(), needed, selected));
     }
     return true;
   }
-  if (ctx.machine_devices < needed) {
-    cs::check_skipped(
-        part, cs::format("needs %d devices, this machine has %d", needed, ctx.machine_devices));
+  if (have < needed) {
+    cs::check_skipped(part, cs::format("needs %d devices, this machine has %d", needed, have));
     return false;
   }
   if (selected < needed) {

@@ -9,7 +9,7 @@
 // Build and run
 //   cmake --preset default && cmake --build --preset default && build/bin/08_host_callbacks
 // clang-format off
-//   nvcc -std=c++17 -Icommon/include chapters/08_host_callbacks/host_callbacks.cu common/src/*.cpp -o 08_host_callbacks
+//   nvcc -std=c++17 -arch=native -Icommon/include chapters/08_host_callbacks/host_callbacks.cu common/src/*.cpp -o 08_host_callbacks
 //   build/bin/08_host_callbacks --part stall   # one part: order, handoff, rule, stall, callback, graph
 //   build/bin/08_host_callbacks --help         # every flag
 // clang-format on

@@ -52,7 +52,7 @@ inline void add_flags(cs::Options& options, Flags* f) {
   options.add_flag("no-error-demos", &f->no_error_demos,
                    "skip the calls that fail on purpose (the CUDA call inside a host function, "
                    "cudaStreamAddCallback during capture), e.g. under compute-sanitizer");
-  options.add_int("host-ms", &f->host_ms, 1, 1000,
+  options.add_int("host-ms", &f->host_ms, 1, 200,
                   "how long the slow host function of part stall sleeps, in ms");
 }
 

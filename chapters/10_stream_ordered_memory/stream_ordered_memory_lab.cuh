@@ -27,7 +27,7 @@ struct Flags {
 inline void add_flags(cs::Options& options, Flags* f) {
   options.add_size("bytes", &f->bytes, 4096, std::size_t{16} << 30,
                    "bytes per allocation in parts counters, keep and cost");
-  options.add_int("cycles", &f->cycles, 1, 100000,
+  options.add_int("cycles", &f->cycles, 1, 1000,
                   "timed allocate/free cycles per way of allocating (part cost)");
   options.add_size("threshold", &f->threshold, 0, std::size_t{16} << 30,
                    "release threshold of part cost's second row (0: give everything back)");

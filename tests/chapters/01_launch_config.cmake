@@ -21,6 +21,14 @@ chapter_test(NAME large_shared_memory LABELS gpu
 chapter_test(NAME one_element LABELS gpu ARGS --elements 1 --block 32 --no-invalid-launches
              MATCH "CHECK coverage_1d: 0 of 1 values differ" "All [1-9][0-9]* checks passed")
 
+# The largest sizes through the whole lesson: the most elements, the largest block (the smallest
+# are one_element above).
+chapter_test(NAME extremes.max LABELS gpu ARGS --elements 268435456 --block 1024
+             MATCH "CHECK coverage_1d: 0 of 268435456 values differ"
+                   "CHECK block_sums_dynamic_shared: 0 of [0-9]+ values differ"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+
 # One test per part (--part NAME), in the lesson's order.
 chapter_test(NAME part.limits LABELS gpu ARGS --part limits
              MATCH "== Part 1 of 6: limits" "seed \\(cc 1.x\\) +this device" "threads per block +512"

@@ -28,7 +28,21 @@ chapter_test(NAME devices_not_present LABELS gpu ARGS --part split --devices 0,1
 chapter_test(NAME trace_file LABELS gpu ARGS --part split --elements 64K --steps 16 --trace split_trace.json
              MATCH "Trace written to split_trace.json")
 
-# Two devices or more (skipped with 77 on one GPU).
+# Every flag at its extremes: the smallest job through every part this machine can run, the
+# largest job and the most steps through the split (whose result is checked element by element).
+chapter_test(NAME extremes.min LABELS gpu timing ARGS --part all --elements 1024 --steps 1
+             MATCH "CHECK split_result: 0 of 1024 values differ" "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME extremes.elements_max LABELS gpu ARGS --part split --elements 256M --steps 64
+             MATCH "CHECK split_result: 0 of 268435456 values differ" "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME extremes.steps_max LABELS gpu ARGS --part split --steps 1048576
+             MATCH "1048576 steps each" "CHECK split_result: 0 of 8388608 values differ"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+
+# Two devices or more: on one GPU each exits 77 with "SKIP: needs 2 devices (this machine has
+# 1)", decided from cudaGetDeviceCount (a strict runner allows exactly that reason).
 chapter_test(NAME foreign_stream LABELS gpu multigpu ARGS --part foreign-stream
              MATCH "== Part 3 of 7: foreign-stream" "CHECK foreign_stream_launch_rejected: the launch returned cuda.* PASS"
                    "CHECK foreign_event_record_rejected: .* PASS"

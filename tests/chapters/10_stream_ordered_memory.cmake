@@ -59,9 +59,9 @@ chapter_test(NAME try.keep_1g LABELS gpu ARGS --part keep --bytes 1G
              MATCH "CHECK created_pool_keeps_memory: .* reserved 1\\.0 GiB kept .* PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
+# (--bytes 4K is the flag's minimum.)
 chapter_test(NAME try.small_blocks LABELS gpu timing ARGS --part cost --bytes 4K
-             MATCH "allocate 4\\.0 KiB"
-                   "CHECK kept_pool_cycle_cost: (.* PASS|skipped \\(cudaMalloc of 4\\.0 KiB mapped no new memory)"
+             MATCH "allocate 4\\.0 KiB" "CHECK kept_pool_cycle_cost: .* <= 0\\.50x .* PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME try.large_blocks LABELS gpu timing ARGS --part cost --bytes 1G --cycles 20
@@ -75,6 +75,28 @@ chapter_test(NAME try.threshold_32m LABELS gpu timing ARGS --part cost --thresho
 chapter_test(NAME try.many_elements LABELS gpu timing ARGS --part streams --elements 16777216
              MATCH "CHECK other_stream_frees: 0 of 16777216 values differ"
                    "CHECK owner_frees_after_event: 0 of 16777216 values differ"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+
+# Every flag at its extremes, the whole lesson: all minima at once; all maxima at once but the
+# cycles (16 GiB blocks: 3 cycles each way), and the most cycles at the default size.
+chapter_test(NAME extremes.min LABELS gpu timing
+             ARGS --bytes 4096 --cycles 1 --threshold 0 --elements 1
+             MATCH "CHECK kept_pool_cycle_cost: .* <= 0\\.50x .* PASS"
+                   "CHECK other_stream_frees: 0 of 1 values differ"
+                   "CHECK issued_while_producer_ran: .* <= 0\\.50x .* PASS"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME extremes.max LABELS gpu timing
+             ARGS --bytes 16G --cycles 3 --threshold 16G --elements 67108864
+             MATCH "CHECK created_pool_keeps_memory: .* PASS"
+                   "CHECK kept_pool_cycle_cost: .* <= 0\\.50x .* PASS"
+                   "CHECK other_stream_frees: 0 of 67108864 values differ"
+                   "CHECK issued_while_producer_ran: .* <= 0\\.50x .* PASS"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+chapter_test(NAME extremes.cycles_max LABELS gpu timing ARGS --part cost --cycles 1000
+             MATCH "1000 cycles each" "CHECK kept_pool_cycle_cost: .* <= 0\\.50x .* PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 
@@ -117,10 +139,10 @@ ch10_rejects(bytes_bad_suffix "--bytes expects a whole number from 4096 to 17179
              --bytes 64MB)
 ch10_rejects(bytes_too_big "--bytes expects a whole number from 4096 to 17179869184.*got '17G'"
              --bytes 17G)
-ch10_rejects(cycles_zero "--cycles expects an integer from 1 to 100000, got '0'" --cycles 0)
-ch10_rejects(cycles_negative "--cycles expects an integer from 1 to 100000, got '-50'" --cycles -50)
-ch10_rejects(cycles_not_a_number "--cycles expects an integer from 1 to 100000, got 'ten'" --cycles ten)
-ch10_rejects(cycles_too_big "--cycles expects an integer from 1 to 100000, got '100001'" --cycles 100001)
+ch10_rejects(cycles_zero "--cycles expects an integer from 1 to 1000, got '0'" --cycles 0)
+ch10_rejects(cycles_negative "--cycles expects an integer from 1 to 1000, got '-50'" --cycles -50)
+ch10_rejects(cycles_not_a_number "--cycles expects an integer from 1 to 1000, got 'ten'" --cycles ten)
+ch10_rejects(cycles_too_big "--cycles expects an integer from 1 to 1000, got '1001'" --cycles 1001)
 ch10_rejects(elements_zero "--elements expects an integer from 1 to 67108864, got '0'" --elements 0)
 ch10_rejects(elements_negative "--elements expects an integer from 1 to 67108864, got '-7'" --elements -7)
 ch10_rejects(elements_not_a_number "--elements expects an integer from 1 to 67108864, got '2.5'"
