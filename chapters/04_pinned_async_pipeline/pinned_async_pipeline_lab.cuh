@@ -75,7 +75,7 @@ inline void add_flags(cs::Options& options, Run* run) {
   options.add_int("chunks", &run->chunks, 1, 1024,
                   "pieces the pipeline cuts the data into (need not divide it)");
   options.add_int("streams", &run->streams, 1, 64, "streams the chunks are dealt to, round robin");
-  options.add_int("repeats", &run->repeats, 1, 1000,
+  options.add_int("repeats", &run->repeats, 1, 100,
                   "timed repeats after one warm-up (the median is reported)");
   options.add_string("chunks-svg", &run->chunks_svg, "FILE",
                      "write part chunks' curve (time against chunk count) as an SVG picture");
@@ -156,13 +156,13 @@ inline Buffers sized_buffers(const Run& run) {
   return b;
 }
 
-// Why streams issued from this thread cannot overlap as the bound assumes, or "".
-// CUDA_DEVICE_MAX_CONNECTIONS=1 is not such a reason: on the H200 the pipeline still reached its
-// bound with one hardware queue (copies and kernels of different streams interleave in issue
-// order, and depth-first issue keeps them next to each other); only the timeline runs, whose
-// events wait in that one queue, serialize. print_one_queue() says so.
-inline std::string no_overlap_reason(const cs::LaunchEnvironment& env) {
-  return cs::no_overlap_reason(env);
+// Why a bound_holds check skips: `skip`, or one hardware queue, where the two streams that time
+// both copy directions at once wait for each other (the pipeline's streams still overlap there).
+inline std::string holds_skip(const std::string& skip, const cs::LaunchEnvironment& env) {
+  return cs::first_reason({skip, env.max_connections == 1
+                                     ? "CUDA_DEVICE_MAX_CONNECTIONS=1: the streams that time both "
+                                       "copy directions at once wait for each other in one queue"
+                                     : ""});
 }
 
 // What one (or two) hardware queues change here, in words.
@@ -187,7 +187,7 @@ inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const Buffer
        run.mib < kMinTimedMib
            ? cs::format("--mib below %d is too small to time reliably", kMinTimedMib)
            : ""});
-  run.no_overlap = lab::no_overlap_reason(env);
+  run.no_overlap = cs::no_overlap_reason(env);  // not one queue: see holds_skip()
   run.env = env;
   std::printf("Data: %s (%zu 4-byte words); timing: %s\n",
               cs::format_bytes(static_cast<double>(b.bytes)).c_str(), b.elements,
@@ -282,8 +282,7 @@ inline double copies_alone_ms(const Buffers& b, int chunks, cudaMemcpyKind kind,
 }
 
 // Every chunk's H2D in `up` and every chunk's D2H in `down` at the same time: each direction's
-// total while the other one runs too (they share the PCIe link and host memory), as inside the
-// pipeline.
+// total while the other one runs too (they share the PCIe link and host memory).
 struct BothWays {
   double h2d_ms = 0;
   double d2h_ms = 0;
@@ -367,7 +366,7 @@ inline int calibrate_iterations(const Buffers& b, int chunks, cudaStream_t strea
 }
 
 // The stages of a C-chunk pipeline at `iterations`: the copies each alone (`alone`; else only
-// both directions at once, where two copy engines allow it) and the kernels, all in one stream.
+// both directions at once, where two copy engines allow it) and the kernels in one stream.
 inline Stages measure_stages(const Buffers& b, int chunks, cudaStream_t up, cudaStream_t down,
                              int engines, int repeats, int iterations, bool alone,
                              const Launch& launch) {
@@ -450,17 +449,16 @@ struct Model {
   OpCosts cost;             // per operation
 };
 
-// Times the copies of a C-chunk pipeline (C = --chunks), sizes the kernel so that one chunk's
-// kernel takes `kernel_share` of one chunk's copy as it runs inside the pipeline (both directions
-// at once where two copy engines allow it, else the two in turn), then times the kernel stage and
-// the fixed cost of one operation.
+// Times the copies of a C-chunk pipeline (C = --chunks), sizes the kernel to `kernel_share` of one
+// chunk's copy inside the pipeline (both directions at once where two copy engines allow it, else
+// the two in turn), then times the kernel stage and the fixed cost of one operation.
 inline Model measure_model(const Buffers& b, const Run& run, int engines, double kernel_share,
                            cudaStream_t up, const Launch& launch) {
   Model m;
   if (!run.measure()) return m;  // the defaults: nothing is timed
   const int chunks = run.chunks, repeats = run.repeats;
-  cudaStream_t down;
-  CS_CHECK(cudaStreamCreate(&down));
+  cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
+  for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
   for (int i = 0; i < 2; ++i) {
     m.plain_ms[i] =
         cs::time_on_stream_ms(nullptr, kWarmup, repeats, [&] {
@@ -471,7 +469,7 @@ inline Model measure_model(const Buffers& b, const Run& run, int engines, double
           }
         }).median;
   }
-  m.stages = measure_stages(b, chunks, up, down, engines, repeats, 0, true, launch);
+  m.stages = measure_stages(b, chunks, pair[0], pair[1], engines, repeats, 0, true, launch);
   m.copy_pace_ms = (engines >= 2 ? std::max(m.stages.h2d_both_ms, m.stages.d2h_both_ms)
                                  : m.stages.h2d_ms + m.stages.d2h_ms) /
                    chunks;
@@ -484,7 +482,7 @@ inline Model measure_model(const Buffers& b, const Run& run, int engines, double
   const std::size_t chunk_bytes = b.begin(1, chunks) * sizeof *b.dev_in;
   m.cost = measure_op_costs(b, std::min(chunk_bytes, kCostCopyBytesMax),
                             gb_per_s(b.bytes, m.plain_ms[0]), up, launch);
-  CS_CHECK(cudaStreamDestroy(down));
+  for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
   return m;
 }
 
@@ -518,7 +516,7 @@ inline void print_model(const Model& m, const Buffers& b, int chunks, int engine
       1e3 * m.cost.host_copy_ms, 1e3 * m.cost.host_launch_ms, 1e3 * m.cost.gpu_copy_ms);
 }
 
-// The least time the overlapped pipeline can take, from the same run's measurements.
+// The least time the overlapped pipeline can take, from the stages measured without it.
 struct Bound {
   double engines_ms = 0;  // what the copy engines and the SMs allow
   double streams_ms = 0;  // each stream runs its own chunks one after another
@@ -530,20 +528,24 @@ struct Bound {
 };
 inline Bound pipeline_bound(const Stages& s, int chunks, int streams, int engines, double serial_ms,
                             const OpCosts& cost) {
-  const double c = chunks;
-  // Inside the pipeline both directions copy at once: their pace is the one measured so.
-  const double h = s.h2d_both_ms / c, k = s.kernel_ms / c, d = s.d2h_both_ms / c;
+  const double c = chunks, H = s.h2d_ms, K = s.kernel_ms, D = s.d2h_ms;  // each stage alone
+  const double h = H / c, k = K / c, d = D / c;                          // one chunk's
   Bound bound;
   if (engines >= 2) {
-    // The slowest stage paces the run, plus filling (the first chunk's earlier stages) and
-    // draining (the last chunk's later ones): one chunk's other two stages.
+    // Each stage's total, after the first chunk's earlier stages, before the last chunk's later.
+    bound.engines_ms = std::max({H + k + d, h + K + d, h + k + D});
+    // The bus: no D2H before the first chunk's H2D and kernel, no H2D after the last chunk's;
+    // each direction alone at its own pace there, both at once (slower each) in between.
+    const double fill = h + k, drain = k + d, up = std::max(0.0, 1 - fill / H) * s.h2d_both_ms,
+                 down = std::max(0.0, 1 - drain / D) * s.d2h_both_ms;
+    const double rest =
+        up > down ? (up - down) / s.h2d_both_ms * H : (down - up) / s.d2h_both_ms * D;
     bound.engines_ms =
-        std::max({s.h2d_both_ms, s.kernel_ms, s.d2h_both_ms}) + h + k + d - std::max({h, k, d});
+        std::max(bound.engines_ms, std::min(H + D, fill + std::min(up, down) + rest + drain));
   } else if (engines == 1) {  // one copy engine does H2D and D2H in turn
-    const double hd = (s.h2d_ms + s.d2h_ms) / c;
-    bound.engines_ms = std::max(s.h2d_ms + s.d2h_ms, s.kernel_ms) + hd + k - std::max(hd, k);
+    bound.engines_ms = std::max(H + D, K) + h + d + k - std::max(h + d, k);
   } else {
-    bound.engines_ms = s.h2d_ms + s.kernel_ms + s.d2h_ms;  // copies cannot overlap kernels
+    bound.engines_ms = H + K + D;  // copies cannot overlap kernels
   }
   // The serial run measured one stream's chain (with the waits between engines) for C chunks.
   bound.streams_ms = serial_ms * std::ceil(c / streams) / c;
@@ -557,7 +559,7 @@ inline std::string bound_formula(int engines) {
     return cs::format(
         "asyncEngineCount %d: H2D and D2H have engines of their own, so all three stages run at "
         "once:\n    bound = max(H2D, kernel, D2H) + fill/drain (one chunk's other two stages),\n"
-        "    the copies at their pace with both directions busy",
+        "    each alone, or more where both directions copy at once (slower each) in between",
         engines);
   }
   if (engines == 1) {
@@ -621,9 +623,8 @@ inline std::string render_curve_svg(const std::string& title, const std::vector<
   const double raw_step = top_ms > 0 ? top_ms / 5 : 0.2;
   const double power = std::pow(10.0, std::floor(std::log10(raw_step)));
   double step = 10 * power;
-  for (double mantissa : {5.0, 2.5, 2.0, 1.0}) {
+  for (double mantissa : {5.0, 2.5, 2.0, 1.0})
     if (mantissa * power >= raw_step) step = mantissa * power;
-  }
   const int intervals = static_cast<int>(std::ceil(top_ms / step - 1e-9));
   top_ms = std::max(1, intervals) * step;
   const double plot_w = width - left - right, plot_h = height - top - bottom;
@@ -690,9 +691,8 @@ inline void clear_outputs(const Buffers& b) {
   CS_CHECK(cudaDeviceSynchronize());
 }
 
-// Why the speedup over serial cannot reach its bar with this pipeline's shape, or "": it needs
-// streams enough to hold a chunk in each of the three stages, and chunks enough that filling
-// and draining the pipeline are a small part of the run.
+// Why the speedup over serial cannot reach its bar with this pipeline's shape, or "": it needs a
+// stream for each of the three stages, and chunks enough that filling and draining weigh little.
 inline std::string speedup_limits(int engines, int streams, int chunks) {
   constexpr int kMinStreams = 3, kMinChunks = 8;
   if (engines == 0) return "asyncEngineCount 0: this device cannot overlap copies with kernels";
@@ -720,10 +720,9 @@ inline void print_sweep_row(const Buffers& b, int chunks, double serial_ms, doub
               bound.ms(), bound.pacer(), ratio(overlapped_ms, bound.ms()));
 }
 
-// Times the pipeline in each of the three orders (the median of the repeats, when timing is on),
-// then runs each order once more on a timeline and checks its output against the CPU's
-// (CHECK pipeline_<names[order]>). issue(order, timeline) queues the whole pipeline in that
-// order (timeline may be null).
+// Times the pipeline in each of the three orders (medians, when timing is on), then runs each
+// once more on a timeline and checks its output against the CPU's (CHECK pipeline_<order>).
+// issue(order, timeline) queues the whole pipeline in that order (timeline may be null).
 template <class Issue>
 void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, const Run& run,
                 const char* const* names, int iterations, Issue&& issue, double* ms,
@@ -746,19 +745,21 @@ void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, cons
   }
 }
 
-// Part chunks' sweep: the same pipeline at 1, 2, 4, ... 1024 chunks. At each count: the stages
-// (copies both ways at once, kernels alone), the serial and the overlapped time, the bound with
-// the fixed cost of each operation, and whether the output matches the CPU's.
+// Part chunks' sweep: the same pipeline at 1, 2, 4, ... 1024 chunks. At each count: the stages,
+// the serial and the overlapped time, the bound, and whether the output matches the CPU's.
 // issue(C, serial) queues the pipeline at C chunks over the streams (all in streams[0] if serial).
 struct Sweep {
   std::vector<int> counts;
   std::vector<double> overlapped_ms, bound_ms, over_bound;
   int wrong = 0;         // chunk counts whose output differs from the CPU reference
   std::size_t best = 0;  // index of the fastest chunk count
-  // The worst chunk count's overlapped / bound, and one chunk's time / the best count's (0 when
-  // nothing was timed).
+  // The worst and the lowest chunk count's overlapped / bound, and one chunk's time / the best
+  // count's (0 when nothing was timed).
   double worst() const {
     return over_bound.empty() ? 0 : *std::max_element(over_bound.begin(), over_bound.end());
+  }
+  double lowest() const {
+    return over_bound.empty() ? 0 : *std::min_element(over_bound.begin(), over_bound.end());
   }
   double best_vs_one() const {
     return over_bound.empty() ? 0 : ratio(overlapped_ms[0], overlapped_ms[best]);
@@ -770,8 +771,8 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
                          Issue&& issue) {
   Sweep sweep;
   ForkJoin fork_join(streams.size());
-  cudaStream_t down;  // a second stream, for the copies of both directions at once
-  CS_CHECK(cudaStreamCreate(&down));
+  cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
+  for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
   const std::vector<std::uint32_t> want = expected_output(b.elements, m.iterations);
   if (measure)
     std::printf(
@@ -779,22 +780,20 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
   for (int c = 1; c <= 1024; c *= 2) {
     clear_outputs(b);
     if (measure) {
-      const Stages st =
-          measure_stages(b, c, streams[0], down, engines, repeats, m.iterations, false, launch);
+      Stages st =
+          measure_stages(b, c, pair[0], pair[1], engines, repeats, m.iterations, false, launch);
+      if (engines >= 2)  // each direction alone: the plain copy plus C fixed costs on the GPU
+        for (int i = 0; i < 2; ++i)
+          (i == 0 ? st.h2d_ms : st.d2h_ms) = m.plain_ms[i] + c * m.cost.gpu_copy_ms;
       const double serial =
           cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] { issue(c, true); }).median;
-      // The host's own time to issue the overlapped run's calls, measured in the same runs: the
-      // last D2H cannot start before the host issued it (at many chunks this paces the run).
-      std::vector<double> issued_ms;
       sweep.overlapped_ms.push_back(cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] {
-                                      const double t0 = cs::host_now_ms();
                                       fork_join.fork(streams), issue(c, false);
-                                      issued_ms.push_back(cs::host_now_ms() - t0);
                                       fork_join.join(streams);
                                     }).median);
-      Bound bound =
+      // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
+      const Bound bound =
           pipeline_bound(st, c, static_cast<int>(streams.size()), engines, serial, m.cost);
-      bound.host_ms = std::max(bound.host_ms, cs::median(issued_ms) + st.d2h_both_ms / c);
       sweep.bound_ms.push_back(bound.ms());
       sweep.over_bound.push_back(ratio(sweep.overlapped_ms.back(), bound.ms()));
       print_sweep_row(b, c, serial, sweep.overlapped_ms.back(), bound);
@@ -807,7 +806,7 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
     sweep.wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
     sweep.counts.push_back(c);
   }
-  CS_CHECK(cudaStreamDestroy(down));
+  for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
   return sweep;
 }
 
@@ -826,8 +825,9 @@ inline void write_sweep_svg(const std::string& path, const Buffers& b, int strea
 }
 
 inline void print_best(const Sweep& s) {
-  std::printf("  best: %d chunks, %.3f ms; time / bound: median %.2fx, worst %.2fx\n",
-              s.counts[s.best], s.overlapped_ms[s.best], cs::median(s.over_bound), s.worst());
+  std::printf("  best: %d chunks, %.3f ms; time / bound: lowest %.2fx, median %.2fx, worst %.2fx\n",
+              s.counts[s.best], s.overlapped_ms[s.best], s.lowest(), cs::median(s.over_bound),
+              s.worst());
 }
 
 // Part pipeline's closing words where the streams cannot overlap as the bound assumes.

@@ -29,18 +29,17 @@ struct Flags {
 };
 
 inline void add_flags(cs::Options& options, Flags* f) {
-  options.add_int("kernel-ms", &f->kernel_ms, 1, 1000,
+  options.add_int("kernel-ms", &f->kernel_ms, 1, 100,
                   "length of the kernel timed right and wrong, in ms");
-  options.add_int("producer-ms", &f->producer_ms, 1, 1000,
+  options.add_int("producer-ms", &f->producer_ms, 1, 100,
                   "how long the producer waits before it writes, in ms");
-  options.add_int("rounds", &f->rounds, 1, 1000, "producer/consumer rounds, each checked");
+  options.add_int("rounds", &f->rounds, 1, 100, "producer/consumer rounds, each checked");
   options.add_size("elements", &f->elements, 1, std::size_t{1} << 26,
                    "values the producer writes and the consumer reads in each round");
-  options.add_int("overlap-ms", &f->overlap_ms, 1, 1000,
+  options.add_int("overlap-ms", &f->overlap_ms, 1, 100,
                   "length of the kernel the host works beside, polling cudaEventQuery, in ms");
-  options.add_int("records", &f->records, 1, 1000000,
-                  "events recorded and queried per cost sample");
-  options.add_int("wait-ms", &f->wait_ms, 1, 1000,
+  options.add_int("records", &f->records, 1, 100000, "events recorded and queried per cost sample");
+  options.add_int("wait-ms", &f->wait_ms, 1, 200,
                   "length of the kernel waited for with and without blocking sync, in ms");
   options.add_int("repeats", &f->repeats, 1, 100,
                   "timed samples of each measurement (median reported)");

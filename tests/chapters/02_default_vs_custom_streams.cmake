@@ -68,8 +68,10 @@ foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
                  MATCH "== Part [1-6] of 6: ${part}:" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
   endforeach()
   # CUDA_LAUNCH_BLOCKING=1: one host thread cannot overlap streams; the overlap checks skip with
-  # the reason, and the program says what it changed.
+  # the reason, and the program says what it changed. 8 streams in part connections: each of its
+  # launches now waits for its kernel, so 32 streams would take 32 x 8 kernel times per layout.
   chapter_test(NAME env.launch_blocking EXE ${exe} LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+               ARGS --streams 8
                MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
                      "CHECK concurrency_speedup: skipped \\(CUDA_LAUNCH_BLOCKING=1"
                      "Under CUDA_LAUNCH_BLOCKING=1 each launch returned only when its kernel"
@@ -115,6 +117,23 @@ foreach(case_value IN ITEMS "zero=0" "text=eight" "too_big=33" "negative=-8")
                MATCH "CUDA_DEVICE_MAX_CONNECTIONS must be an integer from 1 to 32, got '${value}'"
                LABELS args host)
 endforeach()
+
+# Every flag at its minimum, then the counts at their maximum and the longest kernels: each check
+# passes or says why it is skipped.
+foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
+  chapter_test(NAME extremes.min EXE ${exe} LABELS gpu timing
+               ARGS --kernels 1 --kernel-ms 0.1 --threads 1 --streams 1 --matrix 16 --repeats 1
+               MATCH "CHECK seed_mm_C \\(256 entries of A x A\\): 0 of 256 values differ.*PASS"
+                     "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
+  chapter_test(NAME extremes.max_counts EXE ${exe} LABELS gpu timing
+               ARGS --kernels 64 --threads 32 --streams 128 --matrix 4096 --repeats 1
+               MATCH "CHECK concurrency_speedup: .* PASS" "CHECK false_dependencies: .* PASS"
+                     "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
+endforeach()
+chapter_test(NAME extremes.max_kernel_ms LABELS gpu timing
+             ARGS --kernel-ms 20 --kernels 2 --threads 2 --streams 2 --repeats 1 --matrix 16
+             MATCH "CHECK stream0_serializes_blocking_streams: .* PASS"
+                   "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on a small, quick run.
 foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})

@@ -54,11 +54,10 @@ chapter_test(NAME timing.host_register LABELS gpu timing ARGS --part register
              MATCH "== Part 3 of 5: register" "CHECK registered_vs_pinned_h2d: .* ... PASS"
                    "CHECK registered_vs_pinned_d2h: .* ... PASS"
                    "CHECK registered_async_call_returns_h2d: .* ... PASS")
-chapter_test(NAME timing.pipeline LABELS gpu timing
-             MATCH "CHECK chunked_async_rate_h2d: .* ... PASS"
-                   "CHECK chunked_async_rate_d2h: .* ... PASS"
-                   "CHECK chunks_bound_worst: .* ... PASS"
-                   "CHECK chunks_best_vs_one: .* ... PASS"
+# The pipeline on a quarter of the data (64 MiB: 32 chunks of 2 MiB); part.chunks and
+# try.chunks_svg time the chunk sweep at the default size.
+chapter_test(NAME timing.pipeline LABELS gpu timing ARGS --part pipeline --mib 64
+             MATCH "CHECK bound_holds: .* ... PASS"
                    "CHECK bound_depth_first: .* ... PASS"
                    "CHECK bound_breadth_first: .* ... PASS"
                    "CHECK speedup_depth_first: .* ... PASS"
@@ -87,6 +86,7 @@ chapter_test(NAME part.pipeline LABELS gpu timing ARGS --part pipeline
 chapter_test(NAME part.chunks LABELS gpu timing ARGS --part chunks
              MATCH "== Part 5 of 5: chunks" "best: [0-9]+ chunks"
                    "CHECK chunks_bound_worst: .* ... PASS" "CHECK chunks_best_vs_one: .* ... PASS"
+                   "CHECK chunks_bound_holds: .* ... PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 
@@ -121,8 +121,9 @@ chapter_test(NAME try.chunks_svg LABELS gpu timing
              ARGS --part chunks --chunks-svg ${CMAKE_CURRENT_BINARY_DIR}/04_chunks.svg
              MATCH "Curve written to" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 
-# The whole program under the two launch settings: it says what changed and still passes.
-chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+# The whole program under the two launch settings: it says what changed and still passes (under
+# CUDA_LAUNCH_BLOCKING=1 on 64 MiB: the overlap checks skip there, whatever the size).
+chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1 ARGS --mib 64
              MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
                    "CHECK pinned_async_call_returns_h2d: .* PASS"
                    "CHECK registered_async_call_returns_h2d: .* PASS"
@@ -131,8 +132,10 @@ chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             ARGS --repeats 2
              MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "CHECK bound_depth_first: [0-9.]+x <= 1.25x .* PASS"
+                   "CHECK chunks_bound_holds: skipped \\(CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "all streams share 1 hardware queue, and the"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
@@ -144,7 +147,7 @@ chapter_test(NAME env.two_connections LABELS gpu timing ENV CUDA_DEVICE_MAX_CONN
              NO_MATCH "FAIL")
 
 # Every flag's validation: zero, negative, not a number, too big. Nothing runs; exit 2.
-foreach(flag_range IN ITEMS "mib;65536" "chunks;1024" "streams;64" "repeats;1000")
+foreach(flag_range IN ITEMS "mib;65536" "chunks;1024" "streams;64" "repeats;100")
   list(GET flag_range 0 flag)
   list(GET flag_range 1 most)
   math(EXPR too_big "${most} + 1")
@@ -166,6 +169,18 @@ chapter_test(NAME args.part_unknown LABELS args host ARGS --part nosuch EXIT 2
 # the GPU is touched, device memory right after the device is chosen; both name the flag.
 chapter_test(NAME args.mib_does_not_fit LABELS args host ARGS --mib 65536 EXIT 2
              MATCH "--mib 65536: needs [0-9.]+ GiB of (host|device) memory")
+
+# Every flag at its minimum: 1 MiB is too small to time, so the timed checks say so and skip.
+chapter_test(NAME extremes.min LABELS gpu ARGS --mib 1 --chunks 1 --streams 1 --repeats 1
+             MATCH ${ch04_results} "CHECK bound_depth_first: skipped \\(--mib below 32"
+             NO_MATCH "FAIL")
+# --streams and --repeats at their maximum (--chunks 1024: try.chunks_1024; --mib 65536 is refused
+# where it does not fit: args.mib_does_not_fit), on 32 MiB, the least size that is timed.
+chapter_test(NAME extremes.max LABELS gpu timing
+             ARGS --part pipeline --mib 32 --streams 64 --repeats 100
+             MATCH "only 32 of the 64 streams get a chunk" "CHECK bound_holds: .* PASS"
+                   "CHECK bound_depth_first: .* PASS" "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
 
 # Small and quick under compute-sanitizer (which adds --no-timing).
 chapter_sanitizer_tests(ARGS --mib 8 --chunks 4)

@@ -30,10 +30,31 @@ chapter_test(NAME timing LABELS gpu timing
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 # A longer kernel: the unsynchronized host clock stays at the launch's cost.
+# It is also the maximum test: every part's own flags at their maximum (--kernel-ms 100,
+# --producer-ms 100, --elements 64M, --overlap-ms 100, --records 100000, --wait-ms 200), one round
+# and one repeat to keep it short (their maximum is in extremes.max_counts).
 chapter_test(NAME timing.long_kernel LABELS gpu timing
-             ARGS --kernel-ms 100 --rounds 2 --wait-ms 20 --repeats 3
+             ARGS --kernel-ms 100 --producer-ms 100 --rounds 1 --elements 64M --overlap-ms 100
+                  --records 100000 --wait-ms 200 --repeats 1
              MATCH "CHECK event_timing_error: .* PASS" "CHECK unsynchronized_host_clock: .* PASS"
                    "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+
+# Every flag at its minimum, timed: each check passes or says why it is skipped (one round of one
+# value, one repeat of one record: disable_timing_cost skips, too few events to time).
+chapter_test(NAME extremes.min LABELS gpu timing
+             ARGS --kernel-ms 1 --producer-ms 1 --rounds 1 --elements 1 --overlap-ms 1 --records 1
+                  --wait-ms 1 --repeats 1
+             MATCH "CHECK consumer_results: 0 of 1 values differ"
+                   "CHECK disable_timing_cost: skipped \\(--records x --repeats below 1000"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
+# The counts at their maximum (--rounds 100, --repeats 100), the rest at its minimum.
+chapter_test(NAME extremes.max_counts LABELS gpu timing
+             ARGS --rounds 100 --repeats 100 --kernel-ms 1 --producer-ms 1 --elements 1K
+                  --overlap-ms 1 --records 10 --wait-ms 1
+             MATCH "CHECK consumer_results: 0 of 102400 values differ"
+                   "CHECK disable_timing_cost: .* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 
 # One test per part of the lesson (--part NAME).
@@ -49,26 +70,26 @@ chapter_test(NAME part.query LABELS gpu timing ARGS --part query
              MATCH "== Part 3 of 4: query" "CHECK host_worked_while_gpu_ran: [1-9][0-9]* units .* PASS"
                    "CHECK polled_while_kernel_ran: .* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "== Part 2" "== Part 4")
-chapter_test(NAME part.flags LABELS gpu timing ARGS --part flags
+chapter_test(NAME part.flags LABELS gpu timing ARGS --part flags --wait-ms 20
              MATCH "== Part 4 of 4: flags" "CHECK disable_timing_cost: .* PASS"
                    "CHECK blocking_sync_cpu: .* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "== Part 3")
 
 # The commands the lesson suggests ("Try:" and "What to try next").
-chapter_test(NAME try.long_kernel LABELS gpu timing ARGS --part timing --kernel-ms 100
+chapter_test(NAME try.long_kernel LABELS gpu timing ARGS --part timing --kernel-ms 100 --repeats 2
              MATCH "CHECK unsynchronized_host_clock: .* PASS" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.slow_producer LABELS gpu timing ARGS --part dependency --producer-ms 20 --rounds 5
              MATCH "CHECK consumer_results: 0 of 5242880 values differ" "CHECK host_not_blocked_by_wait: .* PASS"
                    "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.long_query LABELS gpu timing ARGS --part query --overlap-ms 100
              MATCH "CHECK polled_while_kernel_ran: .* PASS" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
-chapter_test(NAME try.many_records LABELS gpu timing ARGS --part flags --records 100000
+chapter_test(NAME try.many_records LABELS gpu timing ARGS --part flags --records 50000
              MATCH "CHECK disable_timing_cost: .* PASS" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
-chapter_test(NAME try.long_wait LABELS gpu timing ARGS --part flags --wait-ms 500 --repeats 3
+chapter_test(NAME try.long_wait LABELS gpu timing ARGS --part flags --wait-ms 200 --repeats 2
              MATCH "CHECK blocking_sync_cpu: .* PASS" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 
 # The launch environments users run under: every check passes or says why it is skipped.
-chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1 ARGS --wait-ms 20
              MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
                    "CHECK unsynchronized_host_clock: skipped \\(CUDA_LAUNCH_BLOCKING=1: the launch returned only after the kernel, so the host clock measured it too"
                    "Under CUDA_LAUNCH_BLOCKING=1 the launch returned only after the kernel"
@@ -80,6 +101,7 @@ chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
+             ARGS --wait-ms 20
              MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "One hardware queue: the consumer's wait sits in it behind the producer"
                    "CHECK consumer_results: 0 of 20971520 values differ"
@@ -90,8 +112,8 @@ chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
              MATCH "--part expects one of all, timing, dependency, query, flags, got 'nosuch'")
 
 # Every integer flag: below its minimum, negative, not a number, too big.
-chapter_integer_flags(kernel-ms:1:1000 producer-ms:1:1000 rounds:1:1000 overlap-ms:1:1000
-                      records:1:1000000 wait-ms:1:1000 repeats:1:100)
+chapter_integer_flags(kernel-ms:1:100 producer-ms:1:100 rounds:1:100 overlap-ms:1:100
+                      records:1:100000 wait-ms:1:200 repeats:1:100)
 # --elements is a size: K, M and G suffixes, at most 64M values.
 set(bad_values 0 -5 lots 65M)
 set(bad_names zero negative not_a_number too_big)
