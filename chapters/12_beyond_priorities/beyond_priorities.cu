@@ -12,7 +12,7 @@
 // Build and run
 //   cmake --preset default && cmake --build --preset default && build/bin/12_beyond_priorities
 // clang-format off
-//   nvcc -std=c++17 -Icommon/include chapters/12_beyond_priorities/beyond_priorities.cu common/src/*.cpp -o 12_beyond_priorities
+//   nvcc -std=c++17 -arch=native -Icommon/include chapters/12_beyond_priorities/beyond_priorities.cu common/src/*.cpp -o 12_beyond_priorities
 // clang-format on
 //   build/bin/12_beyond_priorities --part green   # one part: green or memops
 //   build/bin/12_beyond_priorities --help         # every flag
@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -165,34 +166,81 @@ std::pair<double, double> flood_and_short(GreenBench& b, cudaStream_t flood_stre
   return {latency_ms, span[1] > span[0] ? (span[1] - span[0]) / 1e6 : 0.0};
 }
 
+// A driver version as CUDA names it: 12040 -> "12.4".
+std::string cuda_version(int version) {
+  return cs::format("%d.%d", version / 1000, version % 1000 / 10);
+}
+
+// Part 1's green contexts and their streams: `mine` (--sms SMs), `other` (the rest, the flood's).
+struct GreenContexts {
+  CUdevResource all{}, granted{}, rest{};  // the device's SMs; what each context holds
+  CUgreenCtx mine = nullptr, other = nullptr;
+  CUstream mine_stream = nullptr, rest_stream = nullptr;  // a CUstream is a cudaStream_t
+};
+
+// Makes them from the device's SMs (g.all); returns why --sms leaves none for the flood, or "".
+std::string make_green_contexts(CUdevice dev, int sms, GreenContexts& g) {
+  const unsigned int least = g.all.sm.minSmPartitionSize;
+  const unsigned int step = std::max(1u, g.all.sm.smCoscheduledAlignment);
+  const unsigned int asked = std::max(
+      least, (static_cast<unsigned int>(sms) + step - 1) / step * step);  // as the driver rounds
+  if (asked + least > g.all.sm.smCount)
+    return cs::format("--sms %d: the device's %u SMs cannot give %u and keep %u for the flood", sms,
+                      g.all.sm.smCount, asked, least);
+  CUdevResource mine{};
+  unsigned int groups = 1;
+  CU_CHECK(drv::cuDevSmResourceSplitByCount(&mine, &groups, &g.all, &g.rest, 0, sms));
+  if (groups != 1 || g.rest.sm.smCount == 0)
+    cs::usage_error(cs::format("--sms %d: the device's %u SMs gave %u groups and %u SMs besides",
+                               sms, g.all.sm.smCount, groups, g.rest.sm.smCount));
+  CUdevResourceDesc mine_desc = nullptr, rest_desc = nullptr;
+  CU_CHECK(drv::cuDevResourceGenerateDesc(&mine_desc, &mine, 1));
+  CU_CHECK(drv::cuDevResourceGenerateDesc(&rest_desc, &g.rest, 1));
+  CU_CHECK(drv::cuGreenCtxCreate(&g.mine, mine_desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  CU_CHECK(drv::cuGreenCtxCreate(&g.other, rest_desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  CU_CHECK(drv::cuGreenCtxStreamCreate(&g.mine_stream, g.mine, CU_STREAM_NON_BLOCKING, 0));
+  CU_CHECK(drv::cuGreenCtxStreamCreate(&g.rest_stream, g.other, CU_STREAM_NON_BLOCKING, 0));
+  CU_CHECK(drv::cuGreenCtxGetDevResource(g.mine, &g.granted, CU_DEV_RESOURCE_TYPE_SM));
+  lab::print_sms(g.all, g.granted, g.rest, sms);
+  return "";
+}
+
+// The bar of part 1 holds where the short kernel and its launch (about 30 us) take at most half
+// of it against the kernel's wait at the highest priority: a flood block less the host's 1 ms.
+constexpr double kGreenLatencyRatioMax = 0.01;
+std::string too_short_floods(const lab::Flags& f) {
+  const int needed_ms =
+      1 + static_cast<int>(std::ceil((f.short_us + 30) / (500 * kGreenLatencyRatioMax)));
+  if (f.flood_ms >= needed_ms) return "";
+  return cs::format(
+      "a %d us kernel against %d ms flood blocks: the bar needs blocks of %d ms or "
+      "more (the wait behind one, less the host's 1 ms, 200 times the kernel and "
+      "its 30 us launch)",
+      f.short_us, f.flood_ms, needed_ms);
+}
+
 void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnvironment& env,
                 const cs::CommonOptions& common, const cs::Parts& parts) {
   if (!drv::green_missing.empty())  // never call a function the driver did not give
-    return lab::skip_part(parts, "no green contexts: this driver lacks " + drv::green_missing);
+    return lab::skip_part(parts, "no green contexts: driver " + cuda_version(drv::driver_version) +
+                                     " older than " + drv::green_missing);
   CUdevice dev = 0;
   CU_CHECK(drv::cuDeviceGet(&dev, device));
-  CUdevResource all{}, mine{}, rest{};  // the device's SMs; the short kernel's; the flood's
-  const CUresult got = drv::cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM);
-  if (got != CUDA_SUCCESS)
-    return lab::skip_part(parts, "no green contexts here: " + lab::driver_error(got));
-  unsigned int groups = 1;
-  const CUresult split = drv::cuDevSmResourceSplitByCount(&mine, &groups, &all, &rest, 0, f.sms);
-  if (split != CUDA_SUCCESS || groups != 1 || rest.sm.smCount == 0)
-    cs::usage_error(
-        cs::format("--sms %d: the device's %u SMs cannot give that many and a rest (%s)", f.sms,
-                   all.sm.smCount, lab::driver_error(split).c_str()));
-  CUdevResourceDesc mine_desc = nullptr, rest_desc = nullptr;
-  CU_CHECK(drv::cuDevResourceGenerateDesc(&mine_desc, &mine, 1));
-  CU_CHECK(drv::cuDevResourceGenerateDesc(&rest_desc, &rest, 1));
-  CUgreenCtx mine_ctx = nullptr, rest_ctx = nullptr;
-  CU_CHECK(drv::cuGreenCtxCreate(&mine_ctx, mine_desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
-  CU_CHECK(drv::cuGreenCtxCreate(&rest_ctx, rest_desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
-  CUstream mine_stream = nullptr, rest_stream = nullptr;  // a CUstream is a cudaStream_t
-  CU_CHECK(drv::cuGreenCtxStreamCreate(&mine_stream, mine_ctx, CU_STREAM_NON_BLOCKING, 0));
-  CU_CHECK(drv::cuGreenCtxStreamCreate(&rest_stream, rest_ctx, CU_STREAM_NON_BLOCKING, 0));
-  CUdevResource granted{};  // what the green context really holds
-  CU_CHECK(drv::cuGreenCtxGetDevResource(mine_ctx, &granted, CU_DEV_RESOURCE_TYPE_SM));
-  lab::print_sms(all, granted, rest, f.sms);
+  GreenContexts g;
+  const CUresult got = drv::cuDeviceGetDevResource(dev, &g.all, CU_DEV_RESOURCE_TYPE_SM);
+  if (got == CUDA_ERROR_NOT_SUPPORTED)  // the driver's word for a device without them
+    return lab::skip_part(
+        parts, "no green contexts here: cuDeviceGetDevResource says " + lab::driver_error(got));
+  lab::check_driver(got, "cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM)", __FILE__,
+                    __LINE__);  // any other error: exit 1, naming it
+  const std::string no_room = make_green_contexts(dev, f.sms, g);
+  if (!no_room.empty()) {
+    for (const char* check :
+         {"short_kernel_results", "every_flood_block_ran", "green_latency_ratio"})
+      cs::check_skipped(check, no_room);
+    return;
+  }
+  const CUdevResource &all = g.all, &granted = g.granted, &rest = g.rest;
 
   int least = 0, greatest = 0;  // chapter 03's answer: the flood low, the short kernel high
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -211,11 +259,11 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
   for (int r = 0; r <= f.repeats; ++r) {      // r == 0 warms both pairs of streams up
     const int row = r == f.repeats ? 0 : -1;  // the last runs are drawn on the timeline
     auto p = flood_and_short(b, low, high, flood_blocks, short_blocks, f, ++run, row);
-    auto g = flood_and_short(b, rest_stream, mine_stream, flood_blocks, short_blocks, f, ++run,
-                             row < 0 ? row : 2);
+    auto own = flood_and_short(b, g.rest_stream, g.mine_stream, flood_blocks, short_blocks, f,
+                               ++run, row < 0 ? row : 2);
     if (r == 0) continue;
     prio_ms.push_back(p.first), full_flood.push_back(p.second);
-    green_ms.push_back(g.first), green_flood.push_back(g.second);
+    green_ms.push_back(own.first), green_flood.push_back(own.second);
   }
   const double prio = cs::median(prio_ms), green = cs::median(green_ms);
   const int waves = (flood_blocks + per_sm * rest.sm.smCount - 1) / (per_sm * rest.sm.smCount);
@@ -236,19 +284,18 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
       cs::format("%d of %d floods ran every block", b.floods_complete, 2 * (f.repeats + 1)));
   // Its own SMs: no flood block in its way, microseconds against milliseconds (an H200's probe:
   // 0.0025). One hardware queue may still hold it behind the flood; launch blocking ends the flood.
-  constexpr double kGreenLatencyRatioMax = 0.01;
   const double ratio = prio > 0 ? green / prio : 0;
   const std::string one_queue =
       env.max_connections == 1 && ratio > kGreenLatencyRatioMax
           ? "one hardware queue: the short kernel waited behind the flood in it"
           : "";
-  cs::check_or_skip(
-      cs::first_reason({common.timing_skip_reason(), cs::no_overlap_reason(env), one_queue}),
-      "green_latency_ratio", ratio, cs::Compare::at_most, kGreenLatencyRatioMax, "x",
-      "latency in a green context / at the highest priority");
+  cs::check_or_skip(cs::first_reason({common.timing_skip_reason(), cs::no_overlap_reason(env),
+                                      too_short_floods(f), one_queue}),
+                    "green_latency_ratio", ratio, cs::Compare::at_most, kGreenLatencyRatioMax, "x",
+                    "latency in a green context / at the highest priority");
   for (cudaStream_t s : {low, high}) CS_CHECK(cudaStreamDestroy(s));
-  for (CUstream s : {mine_stream, rest_stream}) CU_CHECK(drv::cuStreamDestroy(s));
-  for (CUgreenCtx g : {mine_ctx, rest_ctx}) CU_CHECK(drv::cuGreenCtxDestroy(g));
+  for (CUstream s : {g.mine_stream, g.rest_stream}) CU_CHECK(drv::cuStreamDestroy(s));
+  for (CUgreenCtx context : {g.mine, g.other}) CU_CHECK(drv::cuGreenCtxDestroy(context));
   CS_CHECK(cudaFreeHost(b.started));
   for (void* p :
        {static_cast<void*>(b.blocks_done), static_cast<void*>(b.span), static_cast<void*>(b.out)})
@@ -276,10 +323,45 @@ void unsatisfied_wait(cudaStream_t a, volatile unsigned int* vflags, CUdeviceptr
                  "the stream went on after the watchdog's write, and only then");
 }
 
+// One stream releases another: B produces, then writes `flag`; A waits for it, then consumes.
+void stream_release(cudaStream_t a, cudaStream_t b, volatile unsigned int* vflag, CUdeviceptr flag,
+                    int watchdog_ms) {
+  constexpr int n = 4 * kThreads;
+  unsigned int *data = nullptr, *out = nullptr;
+  CS_CHECK(cudaMalloc(&data, n * sizeof(unsigned int)));
+  CS_CHECK(cudaMalloc(&out, n * sizeof(unsigned int)));
+  std::vector<unsigned int> got(n), want(n);
+  cs::Comparison results;
+  bool watchdog_released = false;
+  for (unsigned int round = 1; round <= 3; ++round) {
+    lab::Watchdog guard(vflag, round, watchdog_ms);
+    CS_CHECK(cudaMemsetAsync(data, 0xff, n * sizeof(unsigned int), b));
+    slow_producer<<<4, kThreads, 0, b>>>(data, n, 2000000ull, round);  // 2 ms
+    CS_CHECK_LAUNCH();
+    CU_CHECK(drv::cuStreamWriteValue32(b, flag, round, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU_CHECK(drv::cuStreamWaitValue32(a, flag, round, CU_STREAM_WAIT_VALUE_GEQ));
+    consumer<<<4, kThreads, 0, a>>>(data, out, n);
+    CS_CHECK_LAUNCH();
+    CS_CHECK(cudaMemcpyAsync(got.data(), out, n * sizeof(unsigned int), cudaMemcpyDeviceToHost, a));
+    CS_CHECK(cudaStreamSynchronize(a));
+    guard.cancel();
+    watchdog_released = watchdog_released || guard.fired();
+    for (int i = 0; i < n; ++i) want[i] = 3u * produced_value(round, i) + 1u;
+    cs::accumulate(results, cs::compare(got.data(), want.data(), n));
+  }
+  CS_CHECK(cudaStreamSynchronize(b));
+  cs::report_comparison("stream_release_results", results);
+  cs::check_that("released_by_stream", !watchdog_released,
+                 "cuStreamWriteValue32 in stream B released stream A, no event");
+  CS_CHECK(cudaFree(data));
+  CS_CHECK(cudaFree(out));
+}
+
 void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs::Parts& parts) {
   if (!drv::memops_missing.empty())  // never call a function the driver did not give
-    return lab::skip_part(parts,
-                          "no stream memory operations: this driver lacks " + drv::memops_missing);
+    return lab::skip_part(parts, "no stream memory operations: driver " +
+                                     cuda_version(drv::driver_version) + " older than " +
+                                     drv::memops_missing);
   cudaStream_t a = nullptr, b = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
   CS_CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
@@ -290,9 +372,13 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
   CS_CHECK(cudaHostGetDevicePointer(&device_flags, flags, 0));
   auto flag = [&](int k) { return reinterpret_cast<CUdeviceptr>(device_flags + k); };
   for (int k = 0; k < 4; ++k) vflags[k] = 0;
+  // 32-bit stream memory operations have no device attribute since CUDA 12.0: where the driver
+  // has the functions, a device without them answers CUDA_ERROR_NOT_SUPPORTED; anything else fails.
   const CUresult probe = drv::cuStreamWriteValue32(a, flag(1), 0, CU_STREAM_WRITE_VALUE_DEFAULT);
-  if (probe != CUDA_SUCCESS)
-    return lab::skip_part(parts, "no stream memory operations here: " + lab::driver_error(probe));
+  if (probe == CUDA_ERROR_NOT_SUPPORTED)
+    return lab::skip_part(parts, "no stream memory operations here: cuStreamWriteValue32 says " +
+                                     lab::driver_error(probe));
+  lab::check_driver(probe, "cuStreamWriteValue32 (the first, a probe)", __FILE__, __LINE__);
 
   // The host releases a stream: the stream waits for flag 0 >= r, then writes r into flag 1.
   std::vector<double> release_us;
@@ -314,46 +400,26 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
   std::printf("Host writes the flag -> the stream's write arrives back, median of %zu: %.1f us\n",
               release_us.size(), median_us);
   // A stream parked on cuStreamWaitValue32 polls the flag: a release costs microseconds (10 on
-  // an H200, a round trip over PCIe included), far below a host synchronization's wake-up.
+  // an H200, a round trip over PCIe included), far below a host synchronization's wake-up. A few
+  // releases: one late wake-up of the host thread (the OS ran another) would decide the median.
   constexpr double kReleaseUsMax = 100;
+  constexpr int kMinReleases = 5;
+  const std::string few =
+      f.releases < kMinReleases
+          ? cs::format(
+                "a median of %d releases: one late wake-up of the host decides it; the "
+                "bar needs %d or more",
+                f.releases, kMinReleases)
+          : "";
   cs::check_or_skip(
       cs::first_reason({common.timing_skip_reason(),
-                        fired ? "the watchdog had to release the wait: the host was blocked" : ""}),
+                        fired ? "the watchdog had to release the wait: the host was blocked" : "",
+                        few}),
       "release_latency", median_us, cs::Compare::at_most, kReleaseUsMax, " us",
       "host write to the stream's acknowledgement");
 
-  // One stream releases another: B produces, then writes flag 2; A waits for it, then consumes.
-  constexpr int n = 4 * kThreads;
-  unsigned int *data = nullptr, *out = nullptr;
-  CS_CHECK(cudaMalloc(&data, n * sizeof(unsigned int)));
-  CS_CHECK(cudaMalloc(&out, n * sizeof(unsigned int)));
-  std::vector<unsigned int> got(n), want(n);
-  cs::Comparison results;
-  bool watchdog_released = false;
-  for (unsigned int round = 1; round <= 3; ++round) {
-    lab::Watchdog guard(&vflags[2], round, f.watchdog_ms);
-    CS_CHECK(cudaMemsetAsync(data, 0xff, n * sizeof(unsigned int), b));
-    slow_producer<<<4, kThreads, 0, b>>>(data, n, 2000000ull, round);  // 2 ms
-    CS_CHECK_LAUNCH();
-    CU_CHECK(drv::cuStreamWriteValue32(b, flag(2), round, CU_STREAM_WRITE_VALUE_DEFAULT));
-    CU_CHECK(drv::cuStreamWaitValue32(a, flag(2), round, CU_STREAM_WAIT_VALUE_GEQ));
-    consumer<<<4, kThreads, 0, a>>>(data, out, n);
-    CS_CHECK_LAUNCH();
-    CS_CHECK(cudaMemcpyAsync(got.data(), out, n * sizeof(unsigned int), cudaMemcpyDeviceToHost, a));
-    CS_CHECK(cudaStreamSynchronize(a));
-    guard.cancel();
-    watchdog_released = watchdog_released || guard.fired();
-    for (int i = 0; i < n; ++i) want[i] = 3u * produced_value(round, i) + 1u;
-    cs::accumulate(results, cs::compare(got.data(), want.data(), n));
-  }
-  CS_CHECK(cudaStreamSynchronize(b));
-  cs::report_comparison("stream_release_results", results);
-  cs::check_that("released_by_stream", !watchdog_released,
-                 "cuStreamWriteValue32 in stream B released stream A, no event");
-
+  stream_release(a, b, &vflags[2], flag(2), f.watchdog_ms);
   unsatisfied_wait(a, vflags, flag(3), flag(1), f.watchdog_ms);
-  CS_CHECK(cudaFree(data));
-  CS_CHECK(cudaFree(out));
   CS_CHECK(cudaFreeHost(flags));
   for (cudaStream_t s : {a, b}) CS_CHECK(cudaStreamDestroy(s));
 }

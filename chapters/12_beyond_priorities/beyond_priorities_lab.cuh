@@ -1,11 +1,9 @@
 // Chapter 12's machinery: a reader may skip this file.
 //
-// What is here: the driver API functions the chapter calls (fetched from the driver the runtime
-// loaded), a check for driver API calls (CU_CHECK), the flags, the reason a part cannot run on
-// this device (SKIP), a host watchdog that releases a stream wait nobody else would release,
-// waiting on a flag in mapped host memory with a timeout, and the lines the parts print.
-// Every call the chapter teaches (green contexts, stream memory operations) stays in
-// beyond_priorities.cu.
+// What is here: the driver functions the chapter calls (from the driver the runtime loaded), a
+// check for driver API calls (CU_CHECK), the flags, SKIP for a part, a host watchdog that releases
+// a stream wait nobody else would, waiting on a flag in mapped host memory with a timeout, and the
+// lines the parts print. Every call the chapter teaches is in beyond_priorities.cu.
 
 #pragma once
 
@@ -29,9 +27,11 @@
 // driver it still starts and says SKIP. Each pointer has the type of one version of its function
 // (cudaTypedefs.h) and is asked for with exactly that version: cuGreenCtxStreamCreate appeared
 // in CUDA 12.5, so asking for it as of 12.4 gives nullptr (the first version of this chapter did
-// that, then called the null pointer). A function this driver lacks stays nullptr, and its name
-// goes into green_missing or memops_missing: the part that needs it is skipped, never called.
+// that, then called the null pointer). A function newer than the driver (cudaDriverGetVersion)
+// stays nullptr, its name goes into green_missing or memops_missing, and the part that needs it
+// is skipped, never called; a lookup that fails on a driver new enough is a bug: exit 1.
 namespace drv {
+inline int driver_version = 0;  // cudaDriverGetVersion: 12040 is CUDA 12.4
 inline PFN_cuGetErrorName_v6000 cuGetErrorName = nullptr;
 inline PFN_cuDeviceGet_v2000 cuDeviceGet = nullptr;
 inline PFN_cuDeviceGetDevResource_v12040 cuDeviceGetDevResource = nullptr;
@@ -44,29 +44,32 @@ inline PFN_cuGreenCtxDestroy_v12040 cuGreenCtxDestroy = nullptr;
 inline PFN_cuStreamDestroy_v4000 cuStreamDestroy = nullptr;
 inline PFN_cuStreamWaitValue32_v11070 cuStreamWaitValue32 = nullptr;
 inline PFN_cuStreamWriteValue32_v11070 cuStreamWriteValue32 = nullptr;
-inline std::string green_missing, memops_missing;  // "cuGreenCtxStreamCreate (12.5) ..."
+inline std::string green_missing, memops_missing;  // "cuGreenCtxStreamCreate (CUDA 12.5), ..."
 
-// One function at one version. A driver older than `version` answers cudaErrorInvalidValue, one
-// without the function cudaDriverEntryPointSymbolNotFound: both leave nullptr.
-template <class F>
+template <class F>  // one function at one version (*fn stays nullptr when the driver is older)
 void get(const char* name, F* fn, int version, std::string* missing) {
+  if (driver_version < version) {
+    *missing += cs::format("%s%s (CUDA %d.%d)", missing->empty() ? "" : ", ", name, version / 1000,
+                           version % 1000 / 10);
+    return;
+  }
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
   void* address = nullptr;
   const cudaError_t error =
       cudaGetDriverEntryPointByVersion(name, &address, version, cudaEnableDefault, &found);
-  if (error != cudaSuccess) (void)cudaGetLastError();  // not sticky: clear it
-  const bool ok = error == cudaSuccess && found == cudaDriverEntryPointSuccess && address;
-  *fn = ok ? reinterpret_cast<F>(address) : nullptr;
-  if (!ok && missing != nullptr)
-    *missing += cs::format("%s%s (CUDA %d.%d)", missing->empty() ? "" : ", ", name, version / 1000,
-                           version % 1000 / 10);
+  if (error != cudaSuccess || found != cudaDriverEntryPointSuccess || address == nullptr) {
+    std::fprintf(stderr, "cudaGetDriverEntryPointByVersion(\"%s\", %d) failed: %s, result %d\n",
+                 name, version, cudaGetErrorName(error), static_cast<int>(found));
+    std::exit(cs::kFailExitCode);
+  }
+  *fn = reinterpret_cast<F>(address);
 }
 
-// #name is the function's own name: a macro of cuda.h (cuStreamDestroy -> cuStreamDestroy_v2)
-// renames the pointer, not the string.
+// #name: the function's own name (cuda.h's macros, cuStreamDestroy -> _v2, rename the pointer)
 #define CS_DRV_GET(name, version, missing) ::drv::get(#name, &::drv::name, version, missing)
 inline void load() {
-  CS_DRV_GET(cuGetErrorName, 6000, nullptr);
+  CS_CHECK(cudaDriverGetVersion(&driver_version));
+  CS_DRV_GET(cuGetErrorName, 6000, &green_missing);  // CUDA 6.0: every driver that runs this
   CS_DRV_GET(cuDeviceGet, 2000, &green_missing);
   CS_DRV_GET(cuDeviceGetDevResource, 12040, &green_missing);
   CS_DRV_GET(cuDevSmResourceSplitByCount, 12040, &green_missing);
@@ -97,26 +100,22 @@ struct Flags {
 };
 
 inline void add_flags(cs::Options& options, Flags* f) {
-  options.add_int("flood-ms", &f->flood_ms, 1, 200, "green: how long each flood block runs, in ms");
+  options.add_int("flood-ms", &f->flood_ms, 1, 50, "green: how long each flood block runs, in ms");
   options.add_int("short-us", &f->short_us, 1, 1000,
                   "green: how long the latency-critical kernel runs, in us");
   options.add_int("sms", &f->sms, 1, 256,
                   "green: SMs asked for the latency-critical partition (the driver rounds up)");
-  options.add_int("releases", &f->releases, 1, 10000,
-                  "memops: host releases of a waiting stream timed");
-  options.add_int("watchdog-ms", &f->watchdog_ms, 10, 10000,
+  options.add_int("releases", &f->releases, 1, 1000, "memops: host releases of a stream timed");
+  options.add_int("watchdog-ms", &f->watchdog_ms, 20, 500,
                   "memops: how long a stream may wait before the host watchdog releases it, in ms");
-  options.add_int("repeats", &f->repeats, 1, 100,
-                  "timed runs of each case (the median is reported)");
+  options.add_int("repeats", &f->repeats, 1, 20, "timed runs of each case (medians are reported)");
 }
 
 // The name of a driver API result ("CUDA_ERROR_NOT_SUPPORTED").
 inline std::string driver_error(CUresult result) {
   const char* name = nullptr;
-  if (drv::cuGetErrorName == nullptr || drv::cuGetErrorName(result, &name) != CUDA_SUCCESS ||
-      name == nullptr)
-    return "CUresult " + std::to_string(result);
-  return name;
+  const bool named = drv::cuGetErrorName && drv::cuGetErrorName(result, &name) == CUDA_SUCCESS;
+  return named && name ? name : "CUresult " + std::to_string(result);
 }
 
 inline void check_driver(CUresult result, const char* expression, const char* file, int line) {

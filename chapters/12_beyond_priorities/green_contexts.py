@@ -9,17 +9,21 @@ What PyTorch calls, in the driver API that beyond_priorities.cu writes out:
   ctx.set_context() / pop_context() (older PyTorch) -> the green context made current
 The script runs one matrix product inside a green context of --sms SMs and on the whole device,
 checks that both give the same result, and times both: on fewer SMs the same product takes longer,
-which is the partition at work. Where this PyTorch has no green contexts it says so and exits 0.
+which is the partition at work. Where this PyTorch has no torch.cuda.green_contexts it says SKIP:
+(exit 77); any other error (no support in this build, a driver too old, ...) fails, printing it.
 
 Run: python3 green_contexts.py [--sms N] [--matrix N]
-Exit status: 0 shown (or said why not), 1 a check failed, 2 bad command line, 77 no torch or GPU.
+Exit status: 0 shown, 1 a check failed or an error, 2 bad command line, 77 no torch, GPU or
+torch.cuda.green_contexts.
 """
 
 import argparse
 import contextlib
+import importlib.util
 import statistics
 import sys
 import time
+import traceback
 
 SKIP_EXIT = 77
 # The product on a partition of a few SMs against the whole device: an H200 has 132 SMs, so 16 of
@@ -53,6 +57,9 @@ def check(name, ok, detail):
 
 def finish():
     failed = RESULTS.count(False)
+    if not RESULTS:  # a run that proved nothing is no pass
+        print("No check ran.")
+        return 1
     if failed == 0:
         print(f"All {len(RESULTS)} checks passed.")
         return 0
@@ -79,7 +86,7 @@ def in_green_context(ctx):
 def make_green_context(sms, device):
     from torch.cuda.green_contexts import GreenContext
 
-    try:
+    try:  # the constructor's signature changed between releases
         return GreenContext(num_sms=sms, device_id=device)
     except TypeError:  # older PyTorch: GreenContext.create(num_sms, device_id)
         return GreenContext.create(sms, device)
@@ -102,11 +109,17 @@ def main():
     global torch
     try:
         import torch
-    except ImportError as error:
+    except ModuleNotFoundError as error:
+        if error.name != "torch":  # torch is there, but something it needs is not: an error
+            raise
         print(f"SKIP: PyTorch is not installed ({error})")
         return SKIP_EXIT
     if not torch.cuda.is_available():
         print("SKIP: no CUDA device")
+        return SKIP_EXIT
+    # Only the module's absence says "this PyTorch has none"; any error past it fails (below).
+    if importlib.util.find_spec("torch.cuda.green_contexts") is None:
+        print(f"SKIP: this PyTorch ({torch.__version__}) has no torch.cuda.green_contexts")
         return SKIP_EXIT
     device = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(device)
@@ -116,16 +129,10 @@ def main():
     b = torch.randn(args.matrix, args.matrix, device="cuda")
     whole = a @ b
     torch.cuda.synchronize()  # the green context's stream reads a and b: they must be ready
-    try:
-        ctx = make_green_context(args.sms, device)
-        with in_green_context(ctx):
-            part = a @ b
-        torch.cuda.synchronize()
-    except Exception as error:  # no such module, no support in this build, driver too old, ...
-        print(f"This PyTorch does not expose green contexts here: {type(error).__name__}: {error}")
-        print("CHECK torch_green_context: skipped (not available in this PyTorch)")
-        print("All 0 checks passed.")
-        return 0
+    ctx = make_green_context(args.sms, device)
+    with in_green_context(ctx):
+        part = a @ b
+    torch.cuda.synchronize()
     way = "ctx.Stream()" if hasattr(ctx, "Stream") else "ctx.set_context() / pop_context()"
     print(f"torch.cuda.green_contexts: a green context of {args.sms} SMs asked, work placed with "
           f"{way}")
@@ -156,5 +163,14 @@ def main():
     return finish()
 
 
+def run():
+    try:
+        return main()
+    except Exception as error:  # pylint: disable=broad-except: any error is a failure, shown
+        traceback.print_exc()
+        print(f"FAIL: {type(error).__name__}: {error}")
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

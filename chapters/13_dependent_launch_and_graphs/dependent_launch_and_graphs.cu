@@ -12,13 +12,13 @@
 //   cmake --preset default && cmake --build --preset default
 //   build/bin/13_dependent_launch_and_graphs
 // clang-format off
-//   nvcc -std=c++17 -Icommon/include chapters/13_dependent_launch_and_graphs/dependent_launch_and_graphs.cu common/src/*.cpp -o 13_dependent_launch_and_graphs
+//   nvcc -std=c++17 -arch=native -Icommon/include chapters/13_dependent_launch_and_graphs/dependent_launch_and_graphs.cu common/src/*.cpp -o 13_dependent_launch_and_graphs
 // clang-format on
+// (-arch=native: code for this machine's GPU; PDL needs sm_90 code, so elsewhere -arch=sm_90)
 //   build/bin/13_dependent_launch_and_graphs --part pdl   # one part: pdl or graph
 //   build/bin/13_dependent_launch_and_graphs --help       # every flag
 //
-// What to expect (dependent_launch_and_graphs_lab.cuh holds the flags and the printed tables; a
-// reader may skip it)
+// What to expect (dependent_launch_and_graphs_lab.cuh: the flags and tables; may be skipped)
 //   1. pdl: a chain of kernels whose prologue overlaps the predecessor's tail runs faster with
 //      PDL; captured in a graph, PDL becomes programmatic edges; a chain of long kernels gains
 //      nothing; reading the predecessor's output before cudaGridDependencySynchronize reads
@@ -205,34 +205,52 @@ cudaGraphExec_t capture(cudaStream_t stream, int kernels, Launches launches,
   return exec;
 }
 
+// Without compute_90 code the device calls above are compiled out: no trigger, no wait, no PDL.
+bool has_pdl_device_code(const cudaDeviceProp& prop) {
+  cudaFuncAttributes kernel{};
+  CS_CHECK(cudaFuncGetAttributes(&kernel, chain_step));  // ptxVersion: the arch compiled for
+  if (kernel.ptxVersion >= 90) return true;
+  cs::check_that("pdl_device_code", false,
+                 cs::format("the PDL kernels were compiled for compute_%d; PDL's device calls "
+                            "need compute_90 or newer, and this device is %d.%d",
+                            kernel.ptxVersion, prop.major, prop.minor));
+  std::printf("Build for this GPU: nvcc -arch=native, or cmake -DCMAKE_CUDA_ARCHITECTURES=90\n");
+  return false;
+}
+
 void part_pdl(const lab::Flags& f, const cudaDeviceProp& prop, const cs::LaunchEnvironment& env,
               const cs::CommonOptions& common, const cs::Parts& parts) {
   if (prop.major < 9)
     return lab::skip_part(parts, "PDL needs compute capability 9.0, this is " +
                                      std::to_string(prop.major) + "." + std::to_string(prop.minor));
+  if (!has_pdl_device_code(prop)) return;  // said so, and failed
   constexpr int kBlocks = 4, n = kBlocks * kThreads;
   cudaStream_t stream = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   unsigned int *buf[2] = {nullptr, nullptr}, *init = nullptr;
   for (auto** p : {&buf[0], &buf[1], &init}) CS_CHECK(cudaMalloc(p, n * sizeof(unsigned int)));
   std::vector<unsigned int> host(n), want(n);
-  for (int i = 0; i < n; ++i) host[i] = i, want[i] = i + f.chain;
+  for (int i = 0; i < n; ++i) host[i] = i;
   CS_CHECK(cudaMemcpyAsync(init, host.data(), n * sizeof(unsigned int), cudaMemcpyHostToDevice,
                            stream));  // in stream order: the chains below copy `init` from it
-  const lab::PdlCase cases[lab::kPdlCases] = {
-      {false, f.prologue_us * 1000ull, 0}, {true, 0, 0}, {false, 0, lab::kLongKernelUs * 1000ull}};
+  const int long_chain = std::min(f.chain, lab::kLongChainMax);  // 50 us each: 100 time it well
+  const lab::PdlCase cases[lab::kPdlCases] = {{false, f.prologue_us * 1000ull, 0, f.chain},
+                                              {true, 0, 0, f.chain},
+                                              {false, 0, lab::kLongKernelUs * 1000ull, long_chain}};
   cs::Comparison results;
   double per_kernel_us[lab::kPdlCases][2] = {};  // [case][with PDL]
   std::size_t programmatic[2] = {};              // edges of the captured chain [with PDL]
   for (int c = 0; c < lab::kPdlCases; ++c) {
+    const int kernels = cases[c].kernels;
+    for (int i = 0; i < n; ++i) want[i] = i + kernels;
     for (int pdl = 0; pdl < 2; ++pdl) {
       auto chain = [&] {
-        for (int k = 0; k < f.chain; ++k)
+        for (int k = 0; k < kernels; ++k)
           launch(pdl, kBlocks, stream, chain_step, buf[k % 2], buf[(k + 1) % 2], n,
                  cases[c].prologue_ns, cases[c].work_ns);
       };
       cudaGraphExec_t exec =
-          cases[c].in_graph ? capture(stream, f.chain, chain, &programmatic[pdl]) : nullptr;
+          cases[c].in_graph ? capture(stream, kernels, chain, &programmatic[pdl]) : nullptr;
       const cs::Stats t = cs::time_on_stream_ms(stream, 1, f.repeats, [&] {
         CS_CHECK(cudaMemcpyAsync(buf[0], init, n * sizeof(unsigned int), cudaMemcpyDeviceToDevice,
                                  stream));
@@ -241,14 +259,14 @@ void part_pdl(const lab::Flags& f, const cudaDeviceProp& prop, const cs::LaunchE
         else
           chain();
       });
-      per_kernel_us[c][pdl] = t.median * 1e3 / f.chain;
-      CS_CHECK(cudaMemcpy(host.data(), buf[f.chain % 2], n * sizeof(unsigned int),
+      per_kernel_us[c][pdl] = t.median * 1e3 / kernels;
+      CS_CHECK(cudaMemcpy(host.data(), buf[kernels % 2], n * sizeof(unsigned int),
                           cudaMemcpyDeviceToHost));
       cs::accumulate(results, cs::compare(host.data(), want.data(), n));
       if (exec != nullptr) CS_CHECK(cudaGraphExecDestroy(exec));
     }
   }
-  lab::print_pdl(f.chain, f.prologue_us, per_kernel_us);
+  lab::print_pdl(f.chain, f.prologue_us, long_chain, per_kernel_us);
   cs::report_comparison("chain_results", results);
   // The prologue overlaps the predecessor: per kernel at most 0.9 of the plain chain's time.
   // Under CUDA_LAUNCH_BLOCKING=1 each launch returns after its kernel: nothing can overlap. A
@@ -283,11 +301,18 @@ void part_pdl(const lab::Flags& f, const cudaDeviceProp& prop, const cs::LaunchE
 // Part 2: a while loop inside one graph launch
 
 // The graph of part 2: one conditional while node; its body graph, made by the node, holds one
-// kernel that counts the iteration and sets the condition. Returns why this driver cannot, or "".
+// kernel that counts the iteration and sets the condition. Returns why this driver cannot (older
+// than CUDA 12.3, or cudaErrorNotSupported), or ""; any other error fails, naming the call.
 std::string build_while_loop(unsigned int* data, int n, unsigned int* counter,
                              unsigned int iterations, cudaGraph_t* graph, cudaGraphExec_t* exec) {
+  int driver = 0;
+  CS_CHECK(cudaDriverGetVersion(&driver));
+  if (driver < 12030)
+    return cs::format("no conditional graph nodes: driver %d.%d older than CUDA 12.3",
+                      driver / 1000, driver % 1000 / 10);
   CS_CHECK(cudaGraphCreate(graph, 0));
   cudaGraphConditionalHandle handle = 0;  // 1 at every launch: the body runs at least once
+  const char* call = "cudaGraphConditionalHandleCreate(&handle, graph, 1, ...)";
   cudaError_t made =
       cudaGraphConditionalHandleCreate(&handle, *graph, 1, cudaGraphCondAssignDefault);
   cudaGraphNodeParams params{};  // zero: every field this program does not set
@@ -296,13 +321,17 @@ std::string build_while_loop(unsigned int* data, int n, unsigned int* counter,
   params.conditional.type = cudaGraphCondTypeWhile;
   params.conditional.size = 1;  // one body graph
   cudaGraphNode_t loop = nullptr, step = nullptr;
-  if (made == cudaSuccess) made = cudaGraphAddNode(&loop, *graph, nullptr, nullptr, 0, &params);
-  if (made != cudaSuccess) {
+  if (made == cudaSuccess) {
+    call = "cudaGraphAddNode(&loop, graph, ..., &params) (a while node)";
+    made = cudaGraphAddNode(&loop, *graph, nullptr, nullptr, 0, &params);
+  }
+  if (made == cudaErrorNotSupported) {
     (void)cudaGetLastError();  // not sticky: clear it
     CS_CHECK(cudaGraphDestroy(*graph));
-    return cs::format("no conditional graph nodes here: %s", cudaGetErrorName(made));
+    return cs::format("no conditional graph nodes here: %s says cudaErrorNotSupported", call);
   }
-  cudaGraph_t body = params.conditional.phGraph_out[0];  // owned by the node
+  cs::detail::check_cuda(made, call, __FILE__, __LINE__);  // any other error: exit 1
+  cudaGraph_t body = params.conditional.phGraph_out[0];    // owned by the node
   unsigned int* no_go_on = nullptr;  // the graph's loop decides through the handle
   void* args[] = {&data, &n, &counter, &iterations, &handle, &no_go_on};
   cudaKernelNodeParams kernel{};  // the node copies the arguments: the locals may go
@@ -377,9 +406,19 @@ void part_graph(const lab::Flags& f, const cs::CommonOptions& common, const cs::
   lab::print_row("while node in one graph launch (cudaGraphSetConditional)", graph_us);
   lab::print_row("host loop: launch, copy the decision back, synchronize", host_us);
   cs::report_comparison("loop_results", results);
-  // The GPU decides without a round trip to the host per iteration: at most half its time.
+  // The GPU decides without a round trip to the host per iteration: at most half its time. The
+  // graph's launch costs about 10 us of its own (H200: 4.7 us per iteration over 1000 iterations,
+  // 5.7 us over 10, 0.49x), which a few iterations cannot hide; from 100 it adds 2% to each.
   constexpr double kGraphLoopRatioMax = 0.5;
-  cs::check_or_skip(common.timing_skip_reason(), "graph_loop_ratio",
+  constexpr unsigned int kMinIterations = 100;
+  const std::string few =
+      iterations < kMinIterations
+          ? cs::format(
+                "%u iterations cannot hide the graph launch's own cost (about 10 us); "
+                "the bar needs %u or more",
+                iterations, kMinIterations)
+          : "";
+  cs::check_or_skip(cs::first_reason({common.timing_skip_reason(), few}), "graph_loop_ratio",
                     host_us > 0 ? graph_us / host_us : 0, cs::Compare::at_most, kGraphLoopRatioMax,
                     "x", "per iteration in the graph / in the host loop");
   CS_CHECK(cudaGraphExecDestroy(exec));

@@ -1,8 +1,7 @@
 // Chapter 13's machinery: a reader may skip this file.
 //
-// What is here: the flags, the reason a part cannot run on this device (SKIP), and the lines the
-// parts print. Every call the chapter teaches (PDL launches, conditional graph nodes) stays in
-// dependent_launch_and_graphs.cu.
+// What is here: the flags, the reason a part cannot run here (SKIP), the lines the parts print.
+// Every call the chapter teaches (PDL, conditional nodes) is in dependent_launch_and_graphs.cu.
 
 #pragma once
 
@@ -24,14 +23,14 @@ struct Flags {
 };
 
 inline void add_flags(cs::Options& options, Flags* f) {
-  options.add_int("chain", &f->chain, 10, 100000, "pdl: dependent kernels in one chain");
+  options.add_int("chain", &f->chain, 10, 10000, "pdl: dependent kernels in one chain");
   options.add_int("prologue-us", &f->prologue_us, 1, 1000,
                   "pdl: work each kernel does before it needs its predecessor's output, in us");
   options.add_flag("fixed", &f->fixed,
                    "pdl: run only the fixed consumer of the broken/fixed pair (for "
                    "compute-sanitizer, which serializes kernels)");
-  options.add_int("iterations", &f->iterations, 1, 1000000, "graph: iterations of the loop");
-  options.add_int("repeats", &f->repeats, 1, 100,
+  options.add_int("iterations", &f->iterations, 1, 10000, "graph: iterations of the loop");
+  options.add_int("repeats", &f->repeats, 1, 20,
                   "timed runs of each case (the median is reported)");
 }
 
@@ -47,12 +46,13 @@ inline void print_row(const std::string& what, double value_us) {
 }
 
 // Part 1's cases: a short kernel with a prologue in a stream, the same kernel without one
-// captured in a graph, a long kernel in a stream.
-constexpr int kPdlCases = 3;
+// captured in a graph, a long kernel in a stream (a chain of at most kLongChainMax).
+constexpr int kPdlCases = 3, kLongChainMax = 100;
 constexpr unsigned long long kLongKernelUs = 50;
 struct PdlCase {
   bool in_graph;
   unsigned long long prologue_ns, work_ns;
+  int kernels;  // in the chain
 };
 
 inline double with_over_without(const double us[2]) {
@@ -60,15 +60,15 @@ inline double with_over_without(const double us[2]) {
 }
 
 // Part 1's per-kernel times, in us: [case][with PDL].
-inline void print_pdl(int chain, int prologue_us, const double us[kPdlCases][2]) {
+inline void print_pdl(int chain, int prologue_us, int long_chain, const double us[kPdlCases][2]) {
   const std::string names[kPdlCases] = {
       cs::format("in a stream, %d us prologue each", prologue_us),
       "captured in a graph, no prologue",
-      cs::format("in a stream, %llu us kernels, no prologue", kLongKernelUs)};
+      cs::format("in a stream, %d kernels of %llu us, no prologue", long_chain, kLongKernelUs)};
   std::printf("%d dependent kernels, time per kernel (medians):\n", chain);
-  std::printf("  %-44s %10s %10s\n", "", "without PDL", "with PDL");
+  std::printf("  %-47s %10s %10s\n", "", "without PDL", "with PDL");
   for (int c = 0; c < kPdlCases; ++c)
-    std::printf("  %-44s %8.2f us %8.2f us\n", names[c].c_str(), us[c][0], us[c][1]);
+    std::printf("  %-47s %8.2f us %8.2f us\n", names[c].c_str(), us[c][0], us[c][1]);
 }
 
 }  // namespace lab
