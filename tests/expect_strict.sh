@@ -52,6 +52,10 @@ expect_status 1 "strict: exit 77 without a SKIP: line fails" \
 expect_status 77 "CUDA_STREAMS_STRICT=0 is not strict" CUDA_STREAMS_STRICT=0 -- -- "$work/program" "$no_gpu" 77
 expect_status 0 "one of several exit codes passes" -- --exit 3 --exit 77 -- "$work/program" "SKIP: hidden" 77
 expect_status 0 "one of several exit codes passes (3)" -- --exit 3 --exit 77 -- "$work/program" "bug" 3
+expect_status 77 "no device skips even where 77 is a listed code" -- --exit 3 --exit 77 --match "hidden" \
+  -- "$work/program" "$no_gpu" 77
+expect_status 1 "strict: no device fails even where 77 is a listed code" CUDA_STREAMS_STRICT=1 \
+  -- --exit 3 --exit 77 -- "$work/program" "$no_gpu" 77
 expect_status 1 "an exit code not listed fails" -- --exit 3 --exit 77 -- "$work/program" "ok" 0
 expect_status 1 "'All 0 checks passed' is no pass" \
   -- --match "All [1-9][0-9]* checks passed" -- "$work/program" "All 0 checks passed." 0

@@ -1,24 +1,22 @@
 // Chapter 07: broken and fixed synchronization, side by side
 //
-// The PyTorch notes warn about `A = torch.empty(...).normal_(0.0, 1.0)` followed by
-// `with torch.cuda.stream(s): B = torch.sum(A)`: "sum() may start execution before normal_()
-// finishes!" Work in one stream knows nothing about work in another, and the host knows nothing
-// about either until it asks. Each case is a pair from one source: --broken issues the work
-// without the wait it needs, --fixed adds exactly that wait. The slow side spins --delay-ms (50 ms)
-// on the GPU's timer, so the broken variant loses its race every time; the program says what went
-// wrong.
+// The PyTorch notes warn: after `A = torch.empty(...).normal_(0.0, 1.0)`, `with
+// torch.cuda.stream(s): B = torch.sum(A)` "may start execution before normal_() finishes!" Each
+// case is a pair from one source: --broken issues the work without the wait it needs, --fixed
+// adds exactly that wait. The slow side spins --delay-ms (50 ms) on the GPU's timer, so the broken
+// variant loses its race every time; the program says what went wrong.
 //
 // Build and run (--part NAME is the same as --case NAME; --list, --help)
 // clang-format off
 //   cmake --preset default && cmake --build --preset default && build/bin/07_broken_vs_fixed_sync
-//   nvcc -std=c++17 -Icommon/include chapters/07_broken_vs_fixed_sync/broken_vs_fixed_sync.cu common/src/*.cpp -o 07_broken_vs_fixed_sync
+//   nvcc -std=c++17 -arch=native -Icommon/include chapters/07_broken_vs_fixed_sync/broken_vs_fixed_sync.cu common/src/*.cpp -o 07_broken_vs_fixed_sync
 //   build/bin/07_broken_vs_fixed_sync --case cross-stream --broken     # exit 3: bug reproduced
 // clang-format on
 //
-// What to expect (broken_vs_fixed_sync_lab.cuh holds the machinery; a reader may skip it): each
-// case prints a timeline, CHECK lines and "BUG REPRODUCED: <what went wrong>" (broken) or why it
-// is right (fixed). Exit 0: every check passed; 3: --broken reproduced its bug; 77: --broken
-// under a setting that hides the bug, or no GPU; 1: a check failed; 2: a bad command line.
+// What to expect (broken_vs_fixed_sync_lab.cuh holds the machinery): each case prints a timeline,
+// CHECK lines and "BUG REPRODUCED: <what went wrong>" (broken) or why it is right (fixed). Exit 0:
+// all passed; 3: --broken reproduced its bug; 77: --broken under a setting that hides the bug, or
+// no GPU; 1: a check failed; 2: a bad command line.
 
 #include <cuda_runtime.h>
 
@@ -80,8 +78,7 @@ __global__ void sum_and_count_kernel(const float* a, std::size_t n, double* sum,
   }
 }
 
-// One of over-sync's small kernels: a short wait, then x -> 3x + k + 1, a step whose result
-// depends on the order of the kernels within the stream.
+// One of over-sync's small kernels: a short wait, then x -> 3x + k + 1 (order matters).
 __global__ void step_kernel(std::uint32_t* data, std::size_t n, std::uint32_t k,
                             unsigned long long ns) {
   for (const unsigned long long start = cs::globaltimer_ns(); cs::globaltimer_ns() - start < ns;) {
@@ -89,8 +86,8 @@ __global__ void step_kernel(std::uint32_t* data, std::size_t n, std::uint32_t k,
   FOR_EACH_INDEX(i, n) data[i] = 3u * data[i] + k + 1u;
 }
 
-// Lazy module loading (the default since CUDA 12.2) loads a kernel at its first launch, which may
-// wait for work already running and order a racing consumer by accident: launch each one up front.
+// Lazy loading (default since CUDA 12.2) loads a kernel at its first launch, which may wait for
+// running work and order a racing consumer by accident: launch each one up front.
 void load_every_kernel() {
   lab::SumBuffers scratch(2);
   auto* u = reinterpret_cast<std::uint32_t*>(scratch.a);
@@ -104,6 +101,20 @@ void load_every_kernel() {
   CS_CHECK(cudaDeviceSynchronize());
 }
 
+// Do two streams share a hardware queue? A spin on `slow`, a kernel held behind it, then one on
+// `quick`: in slow's queue quick's kernel waits for the spin (a false dependency, chapter 02),
+// as a broken race's quick side would. Probed where CUDA_DEVICE_MAX_CONNECTIONS is set above 1.
+void probe_queues(Lab& lab, cudaStream_t slow, cudaStream_t quick) {
+  if (!lab.env.connections_from_env || lab.env.max_connections == 1) return;
+  spin_kernel<<<1, 1, 0, slow>>>(lab.delay_ns());
+  spin_kernel<<<1, 1, 0, slow>>>(0);  // slow's next item: held until the spin ends
+  spin_kernel<<<1, 1, 0, quick>>>(0);
+  CS_CHECK_LAUNCH();
+  CS_CHECK(cudaStreamSynchronize(quick));
+  lab.queue_shared = cudaStreamQuery(slow) == cudaSuccess;  // the spin had ended first
+  CS_CHECK(cudaDeviceSynchronize());
+}
+
 // Part 1: host-read: the host reads a pinned buffer right after cudaMemcpyAsync
 void part_host_read(Lab& lab, bool broken) {
   lab.begin("host-read", broken);
@@ -112,8 +123,7 @@ void part_host_read(Lab& lab, bool broken) {
   CS_CHECK(cudaMalloc(&device, bytes));
   CS_CHECK(cudaMallocHost(&host, bytes));  // pinned: the copy really is asynchronous
   std::fill(host, host + n, 0u);
-  // Non-blocking streams (no implicit order with the legacy default stream), and an event that
-  // only orders work (no timestamps): so is every stream and event of this chapter.
+  // Non-blocking streams (no order with stream 0) and events that only order work, as everywhere.
   cudaStream_t stream = nullptr;
   cudaEvent_t copied = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -152,13 +162,14 @@ void part_host_read(Lab& lab, bool broken) {
 
 // The seed's scene, also part 6's: a slow producer fills A on stream p, then records an event; the
 // consumer sums A on stream c (after waiting for that event if `wait`). Did c see all of A?
-bool seed_scene(const Lab& lab, unsigned stream_flags, bool wait, bool legacy_kernel,
-                std::string* saw, const std::string& title) {
+bool seed_scene(Lab& lab, unsigned stream_flags, bool wait, bool legacy_kernel, std::string* saw,
+                const std::string& title) {
   lab::SumBuffers buffers(lab.n);
   cudaStream_t p = nullptr, c = nullptr;
   cudaEvent_t produced = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&p, stream_flags));
   CS_CHECK(cudaStreamCreateWithFlags(&c, stream_flags));
+  if (!wait) probe_queues(lab, p, c);
   CS_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
   cs::Timeline timeline;
   timeline.start(p);
@@ -200,7 +211,7 @@ void part_cross_stream(Lab& lab, bool broken) {
 // Parts 3 and 4's scene: the writer fills a block; the reader waits for that, spins and copies it;
 // `between(writer, reader, block)` returns the block that the writer's next fill overwrites.
 template <typename Between>
-lab::ReaderScene slow_reader_scene(const Lab& lab, const char* title, Between&& between) {
+lab::ReaderScene slow_reader_scene(Lab& lab, const char* title, Between&& between) {
   lab::DeviceBuffer reader_copy(lab.n);
   std::uint32_t* block = nullptr;
   cudaStream_t writer = nullptr, reader = nullptr;
@@ -208,6 +219,7 @@ lab::ReaderScene slow_reader_scene(const Lab& lab, const char* title, Between&& 
   CS_CHECK(cudaStreamCreateWithFlags(&writer, cudaStreamNonBlocking));
   CS_CHECK(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking));
   CS_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
+  probe_queues(lab, reader, writer);  // the reader spins; the writer's next fill is the quick side
   cs::Timeline timeline;
   timeline.start(writer);
   CS_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&block), lab.n * sizeof(*block), writer));
@@ -341,16 +353,16 @@ void part_over_sync(Lab& lab, bool broken) {
     const cs::Stats once = cs::time_device_ms(1, 7, [&] { issue(false, nullptr); });
     const cs::Stats every = cs::time_device_ms(1, 7, [&] { issue(true, nullptr); });
     lab::print_medians(once, every, kStreams * kKernels);
-    // Concurrent kernels, a queue per stream: the 4 streams overlap (4x ideal), the host stops
-    // waiting. Else (a stream's next kernel holds up all behind it) only the host's waits count.
+    // A queue per stream and concurrent kernels: the 4 streams overlap (4x ideal), the host stops
+    // waiting. Else (streams share queues: a held kernel holds up the rest) the host's waits.
     constexpr double kSlowdownOverlapping = 1.5, kSlowdownSerial = 1.1;
-    const bool overlap = lab.prop.concurrentKernels != 0 && lab.env.max_connections > 1;
+    const bool overlap = lab.prop.concurrentKernels != 0 && lab.env.max_connections >= kStreams;
     const double slowdown = once.median > 0 ? every.median / once.median : 0.0;
-    const bool slower =
-        cs::check(broken ? "over_sync_slowdown" : "sync_once_speedup", slowdown,
-                  cs::Compare::at_least, overlap ? kSlowdownOverlapping : kSlowdownSerial, "x",
-                  overlap ? "the device runs kernels concurrently: streams overlap"
-                          : "one hardware queue or no concurrent kernels: only the host's waits");
+    const bool slower = cs::check(
+        broken ? "over_sync_slowdown" : "sync_once_speedup", slowdown, cs::Compare::at_least,
+        overlap ? kSlowdownOverlapping : kSlowdownSerial, "x",
+        overlap ? "the device runs kernels concurrently: streams overlap"
+                : "fewer queues than streams, or no concurrent kernels: the host's waits");
     if (broken) lab.demonstrated(slower, cs::format("%.1fx", slowdown));
     if (!broken) lab.explain();
   }

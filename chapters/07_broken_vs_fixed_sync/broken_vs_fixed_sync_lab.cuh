@@ -142,8 +142,9 @@ constexpr const char* kLaunchWaited =
 constexpr const char* kOnlyTheCopyRaced =
     "the kernels before the copy had run inside their launches, so only the copy itself (well "
     "under a millisecond) raced the read, and the host read behind it";
-constexpr const char* kOneQueue =
-    "the quick side sat in the one hardware queue behind the slow kernel";
+constexpr const char* kSharedQueue =
+    "the quick side's work waited at the head of a hardware queue it shared with the slow stream, "
+    "behind that stream's next kernel, itself held by the spin (a false dependency, chapter 02)";
 
 // What a run shares: the sizes, the environment, and the tally of the broken variants.
 struct Lab {
@@ -170,28 +171,27 @@ struct Lab {
   const CaseWords* words = nullptr;  // the case that runs
   int reproduced = 0;                // broken variants whose bug showed
   std::string hidden;  // why the last hidden bug could not show ("cannot be shown under ...")
+  bool queue_shared = false;  // the last probe_queues(): the two streams share a hardware queue
   unsigned long long delay_ns() const {
     return static_cast<unsigned long long>(delay_ms) * 1000000ull;
   }
   // "cannot be shown under <setting>: <why>" when a setting of this run hides a case's bug (the
-  // case passes nullptr for a setting that does not), or "".
-  std::string hides(const char* launch_blocking_why, const char* one_queue_why) const {
+  // case passes nullptr for a setting that does not), or "". Queues: one, or measured as shared.
+  std::string hides(const char* launch_blocking_why, const char* queue_why) const {
     if (env.launch_blocking && launch_blocking_why != nullptr) {
       return std::string("cannot be shown under CUDA_LAUNCH_BLOCKING=1: ") + launch_blocking_why;
     }
-    if (env.max_connections == 1 && one_queue_why != nullptr) {
-      return std::string("cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=1: ") + one_queue_why;
-    }
-    return "";
+    if (queue_why == nullptr || (env.max_connections > 1 && !queue_shared)) return "";
+    return cs::format("cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=%d: %s%s",
+                      env.max_connections, env.max_connections == 1 ? "" : "measured: ", queue_why);
   }
-  // For a bug that a setting only makes unlikely (host-read under CUDA_LAUNCH_BLOCKING=1): "did
-  // not show under <setting>: <why>", or "".
+  // "did not show under <setting>: <why>" for a bug a setting makes unlikely (host-read), or "".
   std::string may_hide(const char* launch_blocking_why) const {
     if (!env.launch_blocking) return "";
     return std::string("did not show under CUDA_LAUNCH_BLOCKING=1: ") + launch_blocking_why;
   }
   // hides() for a race between a slow stream and a quick one.
-  std::string race_hidden() const { return hides(kLaunchWaited, kOneQueue); }
+  std::string race_hidden() const { return hides(kLaunchWaited, kSharedQueue); }
   // Starts a variant of case `name`: one line saying what it issues.
   void begin(const char* name, bool broken) {
     words = &words_of(name);

@@ -1,12 +1,11 @@
-// Chapter 09's machinery: its flags, the fork/join's streams, events and buffers, the CPU
-// reference, the captured graph's shape (nodes and edges), the "other thread" of the capture-mode
-// table, and the lines the parts print. None of it is the lesson; a reader may skip this file.
-// The calls the chapter teaches (capture, the events that fork and join, instantiate, launch,
-// cudaStreamIsCapturing, the updates) are written out in graph_capture.cu.
+// Chapter 09's machinery: flags, the fork/join's streams, events and buffers, the CPU reference,
+// the graph's shape, the capture-mode table's "other thread", the lines the parts print. None of
+// it is the lesson: the calls the chapter teaches are written out in graph_capture.cu.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
@@ -59,9 +58,8 @@ inline void require_writable_dot(const Flags& f) {
   if (!existed) std::remove(f.dot_path.c_str());
 }
 
-// The fork/join's streams (streams[0] is the origin), its events (joins[s] is recorded by
-// streams[s], s >= 1), the data x and one row of partial results per stream, and the same
-// data on the CPU (`want`), which every part compares with.
+// The fork/join's streams (streams[0] is the origin), events (joins[s] recorded by streams[s]),
+// data x, a row of partial results per stream, and x on the CPU (`want`), every part's reference.
 struct ForkJoin {
   std::vector<cudaStream_t> streams;
   cudaEvent_t fork = nullptr;
@@ -103,8 +101,7 @@ inline void destroy(ForkJoin& fj) {
   for (cudaStream_t stream : fj.streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
-// Puts the starting values (x[i] = i) into the device's and the CPU's copies, in the origin
-// stream (the streams are non-blocking and would not wait for the legacy default stream).
+// x[i] = i on the device (in the origin stream: non-blocking streams ignore stream 0) and CPU.
 inline void reset(ForkJoin& fj) {
   fj.want.resize(static_cast<std::size_t>(fj.n));
   for (int i = 0; i < fj.n; ++i) fj.want[i] = static_cast<unsigned>(i) % kModulus;
@@ -138,15 +135,9 @@ inline void verify(const std::string& name, const ForkJoin& fj) {
 }
 
 inline const char* status_name(cudaStreamCaptureStatus status) {
-  switch (status) {
-    case cudaStreamCaptureStatusNone:
-      return "None";
-    case cudaStreamCaptureStatusActive:
-      return "Active";
-    case cudaStreamCaptureStatusInvalidated:
-      return "Invalidated";
-  }
-  return "unknown";
+  if (status == cudaStreamCaptureStatusNone) return "None";
+  if (status == cudaStreamCaptureStatusActive) return "Active";
+  return status == cudaStreamCaptureStatusInvalidated ? "Invalidated" : "unknown";
 }
 
 // A captured graph's shape, from cudaGraphGetNodes and cudaGraphGetEdges.
@@ -187,8 +178,7 @@ inline GraphShape shape_of(cudaGraph_t graph) {
     ++in_degree[to[e]];
   }
   for (cudaGraphNode_t node : nodes) {
-    const int in = in_degree[node];
-    const int out = out_degree[node];
+    const int in = in_degree[node], out = out_degree[node];
     if (in == 0) {
       ++shape.roots;
       shape.root = node;
@@ -206,8 +196,8 @@ inline void print_shape(const GraphShape& shape) {
       shape.nodes, shape.kernel_nodes, shape.edges, shape.roots, shape.leaves, shape.middle);
 }
 
-// A host thread that runs what it is handed and reports the result: the "other thread" of the
-// capture-mode table. The caller waits for it on the host, outside CUDA.
+// A host thread that runs what it is handed and returns the result: the capture-mode table's
+// "other thread" (the caller waits for it on the host, outside CUDA).
 class HelperThread {
  public:
   HelperThread() : thread_([this] { run(); }) {}
@@ -256,8 +246,7 @@ class HelperThread {
   std::thread thread_;  // last: it starts running once everything above exists
 };
 
-// The helper thread's CUDA context is made current before any capture begins (a first CUDA call
-// during a global-mode capture would itself be refused).
+// The helper's context is made current before any capture (a first CUDA call would be refused).
 inline void bind_to_device(HelperThread& helper, int device) {
   CS_CHECK(helper.call([device] {
     const cudaError_t status = cudaSetDevice(device);
@@ -308,9 +297,8 @@ class ModeTally {
   std::string mismatches_;
 };
 
-// After one cell of part modes: the graph and the allocation go (cudaFree during the capture
-// would have been as "unsafe" as cudaMalloc), and so do the errors the refused calls left on
-// each thread.
+// After one cell of part modes: the graph, the allocation (cudaFree during the capture is as
+// "unsafe" as cudaMalloc) and the errors the refused calls left on each thread go.
 inline void clean_up_after_capture(cudaGraph_t graph, void* allocation, HelperThread& helper) {
   if (graph) CS_CHECK(cudaGraphDestroy(graph));
   if (allocation) CS_CHECK(cudaFree(allocation));
@@ -339,8 +327,20 @@ inline void say_what_capture_drew(const cs::LaunchEnvironment& env) {
       "so the branches could not overlap. Capture below runs nothing, so it is not affected.\n");
 }
 
-// Part branches' table: a fork of `branches` kernels of `branch_ms` each, from the streams and
-// replayed as a graph, and how many branches ran at once in each.
+// The shortest spin in `times` (start, end per branch, ns) after `stream`; 0 if one never wrote.
+inline double shortest_spin_ms(const unsigned long long* times, int branches, cudaStream_t stream) {
+  std::vector<unsigned long long> host(2 * static_cast<std::size_t>(branches));
+  CS_CHECK(cudaMemcpyAsync(host.data(), times, host.size() * sizeof(host[0]),
+                           cudaMemcpyDeviceToHost, stream));
+  CS_CHECK(cudaStreamSynchronize(stream));
+  double shortest = 1e300;
+  for (int s = 0; s < branches; ++s) {
+    shortest = std::min(shortest, static_cast<double>(host[2 * s + 1] - host[2 * s]) / 1e6);
+  }
+  return shortest;
+}
+
+// Part branches' table: the fork from the streams and replayed, how many branches ran at once.
 inline void print_branches(int branches, double branch_ms, int repeats, double streams_ms,
                            double graph_ms) {
   auto at_once = [&](double ms) { return ms > 0 ? branches * branch_ms / ms : 0; };

@@ -1,8 +1,7 @@
-// Chapter 11's machinery: its flags, Python-style printing of tensors, a calibrated
-// at::cuda::sleep that stands for slow work, the words that explain a lost (or hidden) race, and
-// the host clock per iteration. None of it is the lesson; a reader may skip this file. The
-// PyTorch calls the chapter teaches (streams, guards, events, record_stream, CUDAGraph) are
-// written out in pytorch_streams.cpp.
+// Chapter 11's machinery: flags, Python-style printing of tensors, a calibrated at::cuda::sleep for
+// slow work, the words that explain a lost (or hidden) race, the host clock per iteration, part 9's
+// CPU reference. None of it is the lesson; a reader may skip this file. The PyTorch calls the
+// chapter teaches (streams, guards, events, record_stream, CUDAGraph) are in pytorch_streams.cpp.
 #pragma once
 
 #include <ATen/cuda/CUDAEvent.h>
@@ -50,8 +49,7 @@ inline void add_flags(cs::Options& options, Flags* f) {
                    "run only the seed's multi-device example (needs 2 CUDA devices)");
 }
 
-// Exits 2 when the tensors of --matrix N (eight N x N float tensors at most, and room for
-// PyTorch's own) cannot fit on the device.
+// Exits 2 when --matrix N's tensors (eight N x N floats, and PyTorch's own) cannot fit.
 inline void require_matrix_fits(int matrix) {
   const std::size_t floats = static_cast<std::size_t>(matrix) * matrix;
   cs::require_fits_on_device(8 * sizeof(float) * floats + (64u << 20),
@@ -59,8 +57,7 @@ inline void require_matrix_fits(int matrix) {
 }
 
 inline std::string handle_text(cudaStream_t stream) {
-  if (stream == nullptr) return "0 (the legacy default stream)";
-  return cs::format("%p", static_cast<void*>(stream));
+  return stream ? cs::format("%p", static_cast<void*>(stream)) : "0 (the legacy default stream)";
 }
 
 // Part 1's two streams, as Python and C++ name them.
@@ -113,9 +110,8 @@ inline bool close_to(double got, double want, double tolerance) {
   return std::fabs(got - want) <= tolerance * std::max(1.0, std::fabs(want));
 }
 
-// Stands in for slow work: at::cuda::sleep (torch.cuda._sleep in Python) spins one GPU thread
-// for a number of clock cycles on the current stream, about --spin-ms milliseconds. The cycles
-// per millisecond are measured here with timing events (cudaEventElapsedTime).
+// Slow work: at::cuda::sleep (torch.cuda._sleep) spins one GPU thread about --spin-ms ms on the
+// current stream, in clock cycles per ms measured here with events (cudaEventElapsedTime).
 class Spinner {
  public:
   Spinner(const c10::cuda::CUDAStream& stream, double spin_ms) : spin_ms_(spin_ms) {
@@ -150,21 +146,18 @@ struct RaceOutcome {
 };
 
 inline void print_race(const RaceOutcome& broken, const RaceOutcome& fixed) {
-  std::printf("  seed (no wait):         sum() = %12.4f, sum of A = %12.4f\n", broken.got,
-              broken.want);
-  std::printf("  fixed (s.wait_stream):  sum() = %12.4f, sum of A = %12.4f\n", fixed.got,
-              fixed.want);
+  constexpr const char* kRow = "  %-23s sum() = %12.4f, sum of A = %12.4f\n";
+  std::printf(kRow, "seed (no wait):", broken.got, broken.want);
+  std::printf(kRow, "fixed (s.wait_stream):", fixed.got, fixed.want);
 }
 
-// Empties PyTorch's cache (torch.cuda.empty_cache()), so that no cached block of the default
-// stream competes with part 6's A for the next allocation, then caches blocks for @p side
-// again, so that no cudaMalloc falls between the two streams' work.
+// torch.cuda.empty_cache() (no cached block of the default stream competes with part 6's A),
+// then blocks cached for @p side again (no cudaMalloc falls between the two streams' work).
 inline void fresh_cache(const c10::cuda::CUDAStream& side, int64_t elements) {
   torch::cuda::synchronize();
   c10::cuda::CUDACachingAllocator::emptyCache();
   c10::cuda::CUDAStreamGuard guard(side);
-  const auto floats = torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA);
-  (void)torch::ones({elements}, floats).sum().item<double>();
+  (void)torch::ones({elements}, torch::dtype(torch::kFloat32).device(torch::kCUDA)).sum().item();
 }
 
 // What one free-while-read run of part 6 saw.
@@ -181,8 +174,7 @@ inline void print_reuse(const ReuseOutcome& broken, const ReuseOutcome& fixed) {
   }
 }
 
-// Why fixed_record_stream cannot show record_stream at work: sum() had finished on the side
-// stream before A was freed, so there was nothing left to wait for.
+// Why fixed_record_stream cannot show record_stream at work: nothing was left to wait for.
 inline std::string reader_done_reason(const cs::LaunchEnvironment& env) {
   const std::string done =
       "sum() on the side stream had finished before A was freed, so the allocator could hand A's "
@@ -215,8 +207,7 @@ inline std::string reuse_words(double got, double want, bool reused, double tole
                 : "the allocator did not hand A's block out again, so nothing overwrote it";
 }
 
-// The host's time per iteration of @p work: @p iterations back to back, then one
-// cudaDeviceSynchronize, the median of @p rounds such runs (after one untimed run).
+// Host time per iteration: @p iterations back to back + one sync, median of @p rounds (+1 untimed).
 template <class Work>
 double per_iteration_ms(int iterations, int rounds, Work&& work) {
   const cs::Stats stats = cs::time_device_ms(1, rounds, [&] {
@@ -241,25 +232,19 @@ inline std::string race_skip_reason(bool shown, const cs::LaunchEnvironment& env
                                     const cs::CommonOptions& common, const std::string& outcome,
                                     const std::string& what_blocking_did) {
   if (common.no_timing) return "--no-timing: whether " + outcome + " depends on timing";
-  if (env.launch_blocking && !shown) {
-    return "CUDA_LAUNCH_BLOCKING=1: " + what_blocking_did +
-           ", so the missing wait did no harm: launch blocking hides this race";
-  }
-  return "";
+  if (!env.launch_blocking || shown) return "";
+  return "CUDA_LAUNCH_BLOCKING=1: " + what_blocking_did +
+         ", so the missing wait did no harm: launch blocking hides this race";
 }
 
 // cs::check_that(), or `CHECK <name>: skipped (<skip>)` when @p skip is not empty.
 inline void check_that_or_skip(const std::string& skip, const std::string& name, bool passed,
                                const std::string& detail) {
-  if (skip.empty()) {
-    cs::check_that(name, passed, detail);
-  } else {
-    cs::check_skipped(name, skip);
-  }
+  if (skip.empty()) return (void)cs::check_that(name, passed, detail);
+  cs::check_skipped(name, skip);
 }
 
-// A broken example's "shown" check, or, when @p skip is not empty, what the broken run did
-// (after @p label) and the check skipped with that reason.
+// A broken example's "shown" check, or what it did (after @p label) and the check skipped.
 inline void check_shown_or_skip(const std::string& name, bool shown, const std::string& skip,
                                 const std::string& label, const std::string& what) {
   if (!skip.empty()) std::printf("  %s: %s\n", label.c_str(), what.c_str());
@@ -376,6 +361,22 @@ inline void skip_capture_checks(const c10::Error& error) {
   }
 }
 
+// Part 9's CPU reference, in double, and its tolerance (float rounding ~1e-6; stale input ~0.1).
+constexpr double kReplayTolerance = 1e-5;
+inline torch::Tensor fork_join_on_cpu(const torch::Tensor& x, int steps) {
+  torch::Tensor right = x.cpu().to(torch::kFloat64), left = right;
+  for (int i = 0; i < steps; ++i) right = right * 0.5 + 1.0;
+  for (int i = 0; i < steps; ++i) left = torch::sin(left) + 0.25;
+  return left + right;
+}
+
+// Why graph_replay_speedup is not claimed ("" if it is): --no-timing, or under 20 replays (one
+// synchronize after each batch then weighs too much on the time per iteration).
+inline std::string capture_skip_reason(const cs::CommonOptions& common, int replays) {
+  return cs::first_reason(
+      {common.timing_skip_reason(), replays < 20 ? "fewer than 20 replays" : ""});
+}
+
 inline void print_capture_costs(int kernels, int iterations, double eager_ms, double replay_ms) {
   std::printf("  %d kernels on two streams, %d iterations back to back (median of 5 runs):\n",
               kernels, iterations);
@@ -384,8 +385,7 @@ inline void print_capture_costs(int kernels, int iterations, double eager_ms, do
               cs::format_ms(replay_ms).c_str());
 }
 
-// The seed's multi-device example (torch.cuda.device(1), cuda2 = torch.device('cuda:2')).
-// Needs two devices (77 with fewer).
+// The seed's multi-device example (torch.cuda.device(1), cuda2 = torch.device('cuda:2')); 77 on 1.
 inline void multi_device_seed() {
   cs::require_devices(2, "--multi-device (the seed's torch.cuda.device(1) example)");
   MultiDeviceSeed r;

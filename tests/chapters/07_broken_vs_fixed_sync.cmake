@@ -167,10 +167,21 @@ chapter_test(NAME try.launch_blocking_host_read LABELS gpu ENV CUDA_LAUNCH_BLOCK
                    "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 chapter_test(NAME try.small_buffers LABELS gpu ARGS --part cross-stream --elements 1024
              MATCH "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
+# The flags' other extremes (--delay-ms 1 and --elements 1024 are the two tests above): the
+# longest spin still loses the race (and takes 10 s), the largest buffers are still right.
+chapter_test(NAME extremes.delay_max LABELS gpu ARGS --case cross-stream --broken --delay-ms 10000
+             EXIT 3 MATCH "BUG REPRODUCED: the consumer read [0-9]+ of 1048576 expected values"
+             NO_MATCH "FAIL")
+chapter_test(NAME extremes.elements_max LABELS gpu ARGS --part cross-stream --elements 64M
+             MATCH "CHECK cross_stream_bug_shown: the bug showed ... PASS"
+                   "CHECK cross_stream_sum: the consumer read 67108864 of 67108864 expected values"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL")
 
 # The whole lesson under the two settings: each broken variant shows its bug or says that the
-# setting hides it (a skipped check); every fixed variant is right; exit 0.
-chapter_test(NAME launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
+# setting hides it (a skipped check); every fixed variant is right; exit 0. Under
+# CUDA_LAUNCH_BLOCKING=1 nothing is timed (over-sync's checks are skipped), so it need not run alone.
+chapter_test(NAME launch_blocking LABELS gpu ENV CUDA_LAUNCH_BLOCKING=1
              MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
                    "CHECK host_read_bug_shown: (skipped \\(did not show under CUDA_LAUNCH_BLOCKING=1|the bug showed)"
                    "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
@@ -186,13 +197,13 @@ chapter_test(NAME one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIO
              NO_MATCH "FAIL" "bug NOT reproduced")
 
 # Each broken variant under each setting: its bug shows (exit 3), or the program says the setting
-# hides it and exits 77 (reported as skipped). The pairs that the H200's whole-program runs showed
-# as hidden must say so (EXIT 77 and the words; without a GPU the program's own SKIP line stands
-# in): under CUDA_LAUNCH_BLOCKING=1 every case but hidden-by-setting (whose runs reset the
-# settings) and host-read, under CUDA_DEVICE_MAX_CONNECTIONS=1 every race between two streams
-# (the quick side waits in the one queue behind the slow kernel). Under CUDA_LAUNCH_BLOCKING=1
-# host-read keeps a narrow race (the copy itself stays asynchronous): it showed in 3 runs of 9
-# on the H200, so its test expects the bug (exit 3) and a hidden run (77) counts as skipped.
+# hides it and exits 77. The pairs that the H200's whole-program runs showed as hidden must say so
+# (EXIT 77 and the words; without a GPU the program's own SKIP line stands in): under
+# CUDA_LAUNCH_BLOCKING=1 every case but hidden-by-setting (whose runs reset the settings) and
+# host-read, under CUDA_DEVICE_MAX_CONNECTIONS=1 every race between two streams (the quick side's
+# work waits in the one queue behind the slow stream's next kernel, held by the spin). Under
+# CUDA_LAUNCH_BLOCKING=1 host-read keeps a narrow race (the copy itself stays asynchronous): it
+# showed in 3 runs of 9 on the H200, so either outcome passes (EXIT 3 77, with its words).
 # Every fixed variant is right under both.
 foreach(setting IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS)
   foreach(case IN ITEMS host-read cross-stream reuse use-after-free over-sync legacy-default hidden-by-setting)
@@ -203,13 +214,18 @@ foreach(setting IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS)
       set(hidden_here TRUE)
     endif()
     set(labels gpu)
-    if(case STREQUAL "over-sync")
-      set(labels gpu timing)
+    if(case STREQUAL "over-sync" AND setting STREQUAL "CUDA_DEVICE_MAX_CONNECTIONS")
+      set(labels gpu timing)  # under CUDA_LAUNCH_BLOCKING=1 over-sync times nothing
     endif()
     if(hidden_here)
       chapter_test(NAME env.${setting}.${case}.broken LABELS ${labels} ENV ${setting}=1
                    ARGS --case ${case} --broken EXIT 77
                    MATCH "SKIP: (the bug cannot be shown under ${setting}=1|no usable CUDA device)")
+    elseif(case STREQUAL "host-read" AND setting STREQUAL "CUDA_LAUNCH_BLOCKING")
+      chapter_test(NAME env.${setting}.${case}.broken LABELS ${labels} ENV ${setting}=1
+                   ARGS --case ${case} --broken EXIT 3 77
+                   MATCH "BUG REPRODUCED|SKIP: (the bug did not show under CUDA_LAUNCH_BLOCKING=1|no usable CUDA device|no CUDA device found)"
+                   NO_MATCH "FAIL")
     else()
       chapter_test(NAME env.${setting}.${case}.broken LABELS ${labels} ENV ${setting}=1
                    ARGS --case ${case} --broken EXIT 3 MATCH "BUG REPRODUCED" NO_MATCH "FAIL")
@@ -217,4 +233,28 @@ foreach(setting IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS)
     chapter_test(NAME env.${setting}.${case}.fixed LABELS ${labels} ENV ${setting}=1
                  ARGS --case ${case} --fixed MATCH "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
   endforeach()
+endforeach()
+
+# Hardware queues between 2 and 32 (CUDA_DEVICE_MAX_CONNECTIONS=N): where N is set above 1, each
+# race first probes whether its two streams share a queue (a kernel held behind a spin in the slow
+# stream, then one in the quick stream: does the quick one end before the spin?). Where they do,
+# the quick side waits behind the slow stream's held kernel as under N=1, and the program says so
+# (exit 77, "measured"); otherwise the bug shows (exit 3). With 2 queues the H200 hid the
+# legacy-default bug in 3 runs of 3: p and c, created back to back, shared a queue there. With 8
+# or 32 queues, streams created back to back get queues of their own (chapter 03): the bug shows.
+foreach(connections IN ITEMS 2 3 8 32)
+  set(outcome EXIT 3 MATCH "BUG REPRODUCED")
+  if(connections LESS 4)
+    set(outcome EXIT 3 77
+        MATCH "BUG REPRODUCED|SKIP: (the bug cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=${connections}: measured: the quick side's work waited|no usable CUDA device|no CUDA device found)")
+  endif()
+  chapter_test(NAME env.connections_${connections}.legacy-default.broken LABELS gpu
+               ENV CUDA_DEVICE_MAX_CONNECTIONS=${connections} ARGS --case legacy-default --broken
+               ${outcome} NO_MATCH "FAIL")
+endforeach()
+foreach(case IN ITEMS cross-stream reuse use-after-free)
+  chapter_test(NAME env.connections_2.${case}.broken LABELS gpu ENV CUDA_DEVICE_MAX_CONNECTIONS=2
+               ARGS --case ${case} --broken EXIT 3 77
+               MATCH "BUG REPRODUCED|SKIP: (the bug cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=2: measured: the quick side's work waited|no usable CUDA device|no CUDA device found)"
+               NO_MATCH "FAIL")
 endforeach()

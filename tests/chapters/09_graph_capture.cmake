@@ -12,6 +12,8 @@ chapter_test(NAME results ARGS --no-timing
                    "CHECK sync_rejected_during_capture: .* PASS"
                    "CHECK error_not_sticky: .* PASS"
                    "CHECK capture_modes: .* PASS"
+                   "CHECK graph_branches_spun: .* PASS"
+                   "CHECK graph_branches_within_ideal: skipped \\(--no-timing was given\\)"
                    "cudaStreamSynchronize\\(capturing stream\\) returned cuda[A-Za-z]+"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL"
@@ -38,6 +40,25 @@ chapter_test(NAME results.trace ARGS --no-timing --no-error-demos
 chapter_test(NAME timing.launch_cost ARGS --no-error-demos
              MATCH "CHECK graph_launch_cost: .* PASS" "per kernel" LABELS gpu timing)
 
+# The flags at their extremes not met above (--streams 3 and 16, --kernels 10 and 10000 and
+# --replays 10000 are): every check passes or says why it is skipped.
+chapter_test(NAME extremes.min ARGS --no-timing --streams 3 --elements 1 --replays 1 --kernels 10
+             MATCH "CHECK replay_results: 0 of 1 values differ.* PASS" "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL" LABELS gpu)
+chapter_test(NAME extremes.elements_max ARGS --no-timing --no-error-demos --elements 67108864 --replays 1
+             MATCH "CHECK replay_results: 0 of 67108864 values differ.* PASS"
+                   "CHECK exec_update_results: 0 of 67108864 values differ.* PASS"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL" LABELS gpu)
+chapter_test(NAME extremes.replays_max ARGS --part replay --replays 100000 --elements 1024
+             MATCH "CHECK replay_results: 0 of 1024 values differ.* PASS" "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL" LABELS gpu)
+chapter_test(NAME extremes.kernels_max ARGS --part cost --kernels 100000 --no-timing
+             MATCH "CHECK graph_launch_cost: skipped \\(--no-timing was given\\)"
+                   "CHECK chain_results: the counter reached 600000 = 6 chains x 100000 kernels.* PASS"
+                   "All [1-9][0-9]* checks passed"
+             NO_MATCH "FAIL" LABELS gpu)
+
 # One test per part of the lesson (--part NAME).
 chapter_test(NAME part.capture ARGS --part capture
              MATCH "== Part 1 of 7: capture" "CHECK eager_results: 0 of 65536 values differ.* PASS"
@@ -49,7 +70,9 @@ chapter_test(NAME part.replay ARGS --part replay
              NO_MATCH "FAIL" "== Part 1" "== Part 3" LABELS gpu)
 chapter_test(NAME part.branches ARGS --part branches
              MATCH "== Part 3 of 7: branches" "one graph replay .* branches at once"
-                   "CHECK graph_branches_concurrent: .* >= 2\\.00 .* PASS" "All [1-9][0-9]* checks passed"
+                   "CHECK graph_branches_spun: each of the 4 branches. spin kernels ran 1\\.00 ms or more .* PASS"
+                   "CHECK graph_branches_concurrent: .* >= 2\\.00 .* PASS"
+                   "CHECK graph_branches_within_ideal: .* <= 4\\.20 .* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "== Part 2" "== Part 4" LABELS gpu timing)
 chapter_test(NAME part.update ARGS --part update
              MATCH "== Part 4 of 7: update" "now adds 7 instead of 1"
@@ -79,7 +102,9 @@ chapter_test(NAME try.many_replays ARGS --part replay --replays 10000 --elements
              MATCH "CHECK replay_results: 0 of 4096 values differ.* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" LABELS gpu)
 chapter_test(NAME try.sixteen_branches ARGS --part branches --streams 16
-             MATCH "16 branches of" "CHECK graph_branches_concurrent: .* >= 8\\.00 .* PASS"
+             MATCH "16 branches of" "CHECK graph_branches_spun: each of the 16 branches.* PASS"
+                   "CHECK graph_branches_concurrent: .* >= 8\\.00 .* PASS"
+                   "CHECK graph_branches_within_ideal: .* <= 16\\.80 .* PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" LABELS gpu timing)
 chapter_test(NAME try.three_streams_update ARGS --part update --streams 3 --elements 1000
