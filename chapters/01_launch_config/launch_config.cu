@@ -124,6 +124,15 @@ void part_limits(const cudaDeviceProp& prop) {
   std::printf("  shared memory (Ns)              16 KiB   %13s default, %s opt-in\n",
               cs::format_bytes(static_cast<double>(prop.sharedMemPerBlock)).c_str(),
               cs::format_bytes(static_cast<double>(prop.sharedMemPerBlockOptin)).c_str());
+  // The printed limit is the one launches obey: a block of exactly that many threads runs whole.
+  const int most = prop.maxThreadsPerBlock;
+  unsigned* visits = nullptr;
+  CS_CHECK(cudaMalloc(&visits, most * sizeof(unsigned)));
+  CS_CHECK(cudaMemset(visits, 0, most * sizeof(unsigned)));
+  visit<<<1, most>>>(visits, most, 1, 1);
+  CS_CHECK_LAUNCH();
+  cs::verify("block_at_max_threads", to_host(visits, most), std::vector<unsigned>(most, 1u));
+  CS_CHECK(cudaFree(visits));
 }
 
 // Part 2: Dg and Db in 1D, 2D and 3D, sizes that are not multiples of the block.
@@ -392,7 +401,7 @@ int main(int argc, char** argv) {
   if (parts.begin("stream")) part_stream(elements, block, common);
   if (parts.begin("invalid")) {
     if (no_invalid_launches) {
-      std::printf("  not run (--no-invalid-launches)\n");
+      cs::check_skipped("invalid_launches_rejected", "not run (--no-invalid-launches)");
     } else {
       part_invalid(prop, env);
     }

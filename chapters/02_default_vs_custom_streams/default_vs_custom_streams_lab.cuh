@@ -162,12 +162,23 @@ inline int turns(const Setup& setup, int count) {
   return setup.concurrent_kernels() ? 1 : count;
 }
 
-// The turns `threads` host threads take to launch when each needs a core: one core stays with
-// the thread that times them, and past the rest the threads wait for a core (on the H200's
-// 16-core host, 16 threads launched in two turns).
+// The turns `threads` host threads take when each needs a core while its kernel runs (it spins in
+// its synchronize): one core stays with the thread that times them, past the rest the threads
+// wait for a core, and the OS packs them up to one turn looser than perfectly (on the H200's
+// 16-core host, 32 threads took four turns where perfect packing gives three).
 inline int host_turns(int threads) {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
-  return (threads + cores - 1) / cores;
+  return threads <= cores ? 1 : (threads + cores - 1) / cores + 1;
+}
+
+// Why seed_mm_two_streams skips: --no-timing, or an mm of fewer blocks than SMs, which does not
+// fill the GPU (the check's premise), and at one block lasts microseconds.
+inline std::string mm_skip(const Setup& setup, unsigned blocks) {
+  if (!setup.timing_skip.empty() || blocks >= unsigned(setup.prop.multiProcessorCount)) {
+    return setup.timing_skip;
+  }
+  return cs::format("--matrix: %u blocks, fewer than the %d SMs: the mm does not fill the GPU",
+                    blocks, setup.prop.multiProcessorCount);
 }
 
 // "; N host threads on M cores" when the cores, not the queues, set the turns; else "".

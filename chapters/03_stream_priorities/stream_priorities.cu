@@ -119,8 +119,7 @@ constexpr int kPyTorchPriorityPools = 4;
 // 0, -1, ..., -(pools - 1), pools = min(4, the device's levels); torch.cuda.Stream(priority=p)
 // takes a stream from pool clamp(-p, 0, pools - 1).
 int pytorch_priority(int requested, int levels) {
-  const int pools = std::min(kPyTorchPriorityPools, levels);
-  return -std::clamp(-requested, 0, pools - 1);
+  return -std::clamp(-requested, 0, std::min(kPyTorchPriorityPools, levels) - 1);
 }
 
 void part_pytorch() {
@@ -128,14 +127,20 @@ void part_pytorch() {
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   const int levels = least - greatest + 1;
   lab::print_pytorch_header();
+  int lost = 0;  // PyTorch priorities that CUDA would not keep as asked on this device
   for (int p : {100, 1, 0, -1, -2, -3, -4, -5, -6, -100}) {
     cudaStream_t stream = nullptr;  // what CUDA itself gives for the same p (part 1's clamp)
     CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, p));
     int cuda_gives = 0;
     CS_CHECK(cudaStreamGetPriority(stream, &cuda_gives));
     CS_CHECK(cudaStreamDestroy(stream));
-    lab::print_pytorch_row(p, pytorch_priority(p, levels), cuda_gives);
+    const int torch_gives = pytorch_priority(p, levels);
+    lab::print_pytorch_row(p, torch_gives, cuda_gives);
+    CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, torch_gives));
+    lost += priority_of(stream) != torch_gives;
+    CS_CHECK(cudaStreamDestroy(stream));
   }
+  cs::check_that("torch_levels_kept", !lost, cs::format("%d of 10 not kept by CUDA", lost));
   // What priority_range() reports: the highest pool, beside this device's own range.
   lab::explain_pytorch(pytorch_priority(-100, levels), least, greatest, kPyTorchPriorityPools);
 }

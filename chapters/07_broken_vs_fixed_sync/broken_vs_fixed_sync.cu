@@ -382,7 +382,7 @@ void part_legacy_default(Lab& lab, bool broken) {
                        ": the stream-0 kernel waited for p, and c waited for it");
     const bool right = seed_scene(lab, cudaStreamNonBlocking, false, true, &saw,
                                   "legacy-default: non-blocking streams");
-    lab.bug_verdict("legacy_default_bug_shown", !right, saw, lab.race_hidden());
+    lab.bug_verdict("legacy_default_bug_shown", !right, saw, lab.legacy_race_hidden());
   } else {
     const bool right = seed_scene(lab, cudaStreamNonBlocking, true, true, &saw,
                                   "legacy-default fixed: non-blocking streams, event wait");
