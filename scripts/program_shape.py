@@ -3,6 +3,7 @@
 its code lines that are kernels or calls to the CUDA API.
 
     scripts/program_shape.py [--check] [--exempt REGEX] PROGRAM...
+    scripts/program_shape.py --reading-path [PROGRAM...]
 
 A code line is a line that is neither blank nor only a comment. A taught line is a line inside a
 __global__ function, or a line of a statement that calls the CUDA runtime or driver API
@@ -12,14 +13,26 @@ also a statement that calls PyTorch's CUDA stream API (`c10::cuda::`, `at::cuda:
 written as a function in C++), a graph's `capture_begin`...). With --check, exits 1 when a program is longer
 than 450 lines, has a function longer than 90 lines, or has a taught share under a quarter;
 programs whose path matches --exempt (chapters not yet on the lesson-first layout) are only
-measured.
+measured. Each program's row also gives its reading path: the program plus the chapter headers
+it includes (`#include "topic_lab.cuh"`, the headers beside it in its folder), code lines
+without `#include` and `#pragma` lines, and the taught share of them.
+
+--reading-path prints only the reading path of each program (every chapter's, without PROGRAM),
+one row per chapter: the program's code lines, its chapter headers' and the largest header's,
+the sum, and the taught share, against the targets of at most 500 lines, at least 20% taught,
+no header above 200 lines. It reports; it does not fail (not yet enforced).
 """
+import glob
+import os
 import re
 import sys
 
 MAX_LINES = 450
 MAX_FUNCTION = 90
 MIN_SHARE = 0.25
+READING_MAX = 500  # targets of the reading path, reported by --reading-path, not enforced yet
+READING_MIN_SHARE = 0.20
+HEADER_MAX = 200
 
 CALL = re.compile(r"\bcu(da)?[A-Z]\w*\s*\(|<<<")
 TORCH_CALL = re.compile(
@@ -128,13 +141,84 @@ def measure(path):
         "code": len(code_lines),
         "taught": len(taught),
         "longest": (longest[0], longest[2] - longest[1] + 1),
+        "functions": functions,
+        "code_lines": code_lines,
+        "taught_lines": taught,
     }
+
+
+def chapter_headers(path):
+    """The chapter headers a program includes: quoted includes that name a file in its folder."""
+    folder = os.path.dirname(path)
+    found = []
+    for line in open(path, encoding="utf-8"):
+        match = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+        if match and os.path.exists(os.path.join(folder, match.group(1))):
+            found.append(os.path.join(folder, match.group(1)))
+    return found
+
+
+def reading_counts(path):
+    """(code lines, taught lines, total lines) of one file, without #include/#pragma lines."""
+    m = measure(path)
+    lines = open(path, encoding="utf-8").read().split("\n")
+    directive = {n for n in m["code_lines"] if re.match(r"\s*#\s*(include|pragma)\b", lines[n])}
+    code = set(m["code_lines"]) - directive
+    return len(code), len(m["taught_lines"] & code), m["lines"]
+
+
+def reading_path(path):
+    """The reading path of a program: itself plus its chapter headers."""
+    program = reading_counts(path)
+    headers = [(h, reading_counts(h)) for h in chapter_headers(path)]
+    code = program[0] + sum(c[0] for _, c in headers)
+    taught = program[1] + sum(c[1] for _, c in headers)
+    return {
+        "program": program[0],
+        "headers": sum(c[0] for _, c in headers),
+        "largest_header": max((c[2] for _, c in headers), default=0),
+        "code": code,
+        "share": taught / code if code else 0.0,
+    }
+
+
+def all_programs():
+    paths = sorted(glob.glob("chapters/[0-9][0-9]_*/*.cu") + glob.glob("chapters/[0-9][0-9]_*/*.cpp"))
+    return [p for p in paths if not os.path.basename(p).startswith("exercise")]
+
+
+def print_reading_paths(paths):
+    print(f"{'program':58} {'code':>5} {'headers':>7} {'largest':>7} {'read':>5} {'taught':>6}")
+    over = 0
+    for path in paths:
+        r = reading_path(path)
+        marks = []
+        if r["code"] > READING_MAX:
+            marks.append(f"read > {READING_MAX}")
+        if r["share"] < READING_MIN_SHARE:
+            marks.append(f"taught < {READING_MIN_SHARE:.0%}")
+        if r["largest_header"] > HEADER_MAX:
+            marks.append(f"a header > {HEADER_MAX} lines")
+        over += bool(marks)
+        print(f"{path:58} {r['program']:5d} {r['headers']:7d} {r['largest_header']:7d} "
+              f"{r['code']:5d} {r['share']:6.1%}  {'; '.join(marks)}")
+    print(f"{over} of {len(paths)} programs miss a reading-path target (at most {READING_MAX} "
+          f"code lines with headers, {READING_MIN_SHARE:.0%} taught, headers of at most "
+          f"{HEADER_MAX} lines); not enforced yet")
+    return 0
 
 
 def main(argv):
     if "-h" in argv or "--help" in argv:
         print(__doc__.strip())
         return 0
+    if "--reading-path" in argv:
+        paths = [a for a in argv if a != "--reading-path"]
+        unknown = [a for a in paths if a.startswith("-")]
+        if unknown:
+            print(f"program_shape.py: unknown option {unknown[0]} (see --help)", file=sys.stderr)
+            return 2
+        return print_reading_paths(paths or all_programs())
     check = "--check" in argv
     argv = [a for a in argv if a != "--check"]
     exempt = None
@@ -154,12 +238,15 @@ def main(argv):
         print(__doc__.strip())
         return 2
     failures = 0
-    print(f"{'program':58} {'lines':>5} {'code':>5} {'taught':>7} {'longest function':>30}")
+    print(f"{'program':58} {'lines':>5} {'code':>5} {'taught':>7} {'longest function':>30} "
+          f"{'read':>5} {'taught':>6}")
     for path in paths:
         m = measure(path)
         share = m["taught"] / m["code"] if m["code"] else 0.0
         name, length = m["longest"]
-        print(f"{path:58} {m['lines']:5d} {m['code']:5d} {share:6.0%} {name + '()':>24} {length:4d}")
+        r = reading_path(path)
+        print(f"{path:58} {m['lines']:5d} {m['code']:5d} {share:6.0%} {name + '()':>24} {length:4d} "
+              f"{r['code']:5d} {r['share']:6.0%}")
         problems = []
         if m["lines"] > MAX_LINES:
             problems.append(f"{m['lines']} lines (at most {MAX_LINES})")

@@ -124,6 +124,7 @@ void part_limits(const cudaDeviceProp& prop) {
   std::printf("  shared memory (Ns)              16 KiB   %13s default, %s opt-in\n",
               cs::format_bytes(static_cast<double>(prop.sharedMemPerBlock)).c_str(),
               cs::format_bytes(static_cast<double>(prop.sharedMemPerBlockOptin)).c_str());
+  // core: limits
   // The printed limit is the one launches obey: a block of exactly that many threads runs whole.
   const int most = prop.maxThreadsPerBlock;
   unsigned* visits = nullptr;
@@ -133,6 +134,7 @@ void part_limits(const cudaDeviceProp& prop) {
   CS_CHECK_LAUNCH();
   cs::verify("block_at_max_threads", to_host(visits, most), std::vector<unsigned>(most, 1u));
   CS_CHECK(cudaFree(visits));
+  // end core
 }
 
 // Part 2: Dg and Db in 1D, 2D and 3D, sizes that are not multiples of the block.
@@ -146,6 +148,7 @@ void part_coverage(int elements, int block) {
                           {"coverage_2d", 1000, 777, 1, dim3(16, 16)},
                           {"coverage_3d", 100, 70, 33, dim3(8, 8, 4)}};
   for (const Shape& s : shapes) {
+    // core: coverage
     const dim3 blocks(ceil_div(s.width, s.threads.x), ceil_div(s.height, s.threads.y),
                       ceil_div(s.depth, s.threads.z));  // rounded up: the last blocks stick out
     std::printf("  %d x %d x %d elements: visit<<<dim3(%u, %u, %u), dim3(%u, %u, %u)>>>\n", s.width,
@@ -157,6 +160,7 @@ void part_coverage(int elements, int block) {
     CS_CHECK(cudaMemset(visits, 0, count * sizeof(unsigned)));
     visit<<<blocks, s.threads>>>(visits, s.width, s.height, s.depth);
     CS_CHECK_LAUNCH();
+    // end core
     const std::vector<unsigned> once(count, 1u);  // the reference: every element exactly once
     cs::verify(s.name, to_host(visits, count), once);
     CS_CHECK(cudaFree(visits));
@@ -209,11 +213,13 @@ void part_shared(long long elements, int block, const cudaDeviceProp& prop, bool
     cs::check_that("large_shared_refused_by_default", before != cudaSuccess,
                    before != cudaSuccess ? "the launch was rejected" : "the launch was accepted");
   }
+  // core: shared
   // Raise this kernel's limit (up to prop.sharedMemPerBlockOptin); then the same launch runs.
   CS_CHECK(cudaFuncSetAttribute(reverse_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(tile_bytes)));
   reverse_tiles<<<tiles, 256, tile_bytes>>>(tile_in, tile_out, tile);
   CS_CHECK_LAUNCH();
+  // end core
   std::printf(
       "  %zu KiB after cudaFuncSetAttribute(reverse_tiles, "
       "cudaFuncAttributeMaxDynamicSharedMemorySize, %zu)\n",
@@ -248,6 +254,7 @@ void part_stream(long long elements, int block, const cs::CommonOptions& common)
   std::printf("  <<<%u, %d, %zu bytes, 0>>> (default stream)\n", blocks, block, ns);
   cs::verify("block_sums_default_stream", got, want);
 
+  // core: stream
   // S = a created stream: the same work, ordered in that stream instead.
   cudaStream_t stream = nullptr;
   CS_CHECK(cudaStreamCreate(&stream));
@@ -259,6 +266,7 @@ void part_stream(long long elements, int block, const cs::CommonOptions& common)
   }
   CS_CHECK(cudaMemcpyAsync(got.data(), sums, sum_bytes, cudaMemcpyDeviceToHost, stream));
   CS_CHECK(cudaStreamSynchronize(stream));  // the copy into `got` is done only after this
+  // end core
   std::printf("  <<<%u, %d, %zu bytes, stream>>> (a created stream)\n", blocks, block, ns);
   cs::verify("block_sums_created_stream", got, want);
   cs::publish_timeline(timeline.collect(), common,
@@ -284,6 +292,7 @@ bool check_rejected(const std::string& name, const std::string& what, cudaError_
 // Part 5: deliberately invalid configurations, one past each limit of part 1.
 void part_invalid(const cudaDeviceProp& prop, const cs::LaunchEnvironment& env) {
   int rejected = 0;
+  // core: invalid
   // One thread more than a block may have (part 1's "threads per block").
   const int too_many_threads = prop.maxThreadsPerBlock + 1;
   visit<<<1, too_many_threads>>>(nullptr, 0, 0, 0);
@@ -296,6 +305,7 @@ void part_invalid(const cudaDeviceProp& prop, const cs::LaunchEnvironment& env) 
   visit<<<tall_grid, 1>>>(nullptr, 0, 0, 0);
   rejected += check_rejected("invalid_grid_y_rejected", cs::format("grid.y = %u", tall_grid.y),
                              cudaGetLastError());
+  // end core
 
   // Even after the kernel opts in to all the shared memory a block may have, more is refused.
   CS_CHECK(cudaFuncSetAttribute(reverse_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -330,6 +340,7 @@ __host__ __device__ std::size_t block_sums_shared_bytes(int threads) {
 void part_occupancy(long long elements, const cudaDeviceProp& prop) {
   int min_grid = 0;
   int best_block = 0;
+  // core: occupancy
   // block_sums needs one float of shared memory per thread, so its shared size depends on the
   // block size: the VariableSMem form of cudaOccupancyMaxPotentialBlockSize takes that rule.
   CS_CHECK(cudaOccupancyMaxPotentialBlockSizeVariableSMem(&min_grid, &best_block, block_sums,
@@ -337,6 +348,7 @@ void part_occupancy(long long elements, const cudaDeviceProp& prop) {
   int per_sm = 0;
   CS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_sums, best_block,
                                                          block_sums_shared_bytes(best_block)));
+  // end core
   std::printf(
       "  cudaOccupancyMaxPotentialBlockSize: block %d, at least %d blocks to fill the "
       "GPU (%d per SM x %d SMs)\n",

@@ -89,7 +89,7 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
   std::vector<cudaStream_t> streams(kernels);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   lab::KernelLog log(2 * kernels);
-  // Stream 0: each kernel waits for the one before it.
+  // core: concurrency (12 lines): Stream 0: each kernel waits for the one before it.
   const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     for (int i = 0; i < kernels; ++i)
       spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(i, setup.kernel_ns));
@@ -124,7 +124,7 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
 
 // Part 2: the legacy default stream's implicit synchronization ---------------------------------
 void part_legacy(const lab::Setup& setup, lab::Summary& summary) {
-  // The middle kernel's stream: 0 as this build reads it, then both default streams by name.
+  // core: legacy (19 lines): the middle kernel's stream: 0 as built, then each default stream
   const cudaStream_t middles[] = {0, cudaStreamLegacy, cudaStreamPerThread};
   cudaStream_t blocking[2];
   cudaStream_t non_blocking[2];
@@ -181,7 +181,7 @@ void part_legacy(const lab::Setup& setup, lab::Summary& summary) {
 // Part 3: host threads, each launching into its stream 0 ---------------------------------------
 void part_threads(const lab::Setup& setup, int threads, lab::Summary& summary) {
   lab::KernelLog log(2 * threads);
-  // The reference: one thread launches all the kernels into its stream 0.
+  // core: threads (18 lines): the reference: one thread launches all kernels into its stream 0
   const cs::Stats one_thread = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     for (int t = 0; t < threads; ++t) {
       spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(threads + t, setup.kernel_ns));
@@ -251,7 +251,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
       spin_kernel<<<1, kSpinThreads, 0, streams[s]>>>(task(1, s, 0));
     CS_CHECK_LAUNCH();
   });
-  // Depth-first: all of stream 1's work, then all of stream 2's, ...
+  // core: connections (15 lines): Depth-first: all of stream 1's work, then all of stream 2's, ...
   const lab::Timed depth = lab::time_and_issue_ms(setup, [&] {
     for (int s = 0; s < stream_count; ++s) {
       spin_kernel<<<1, kSpinThreads, 0, streams[s]>>>(task(2, s, 0));
@@ -301,6 +301,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
 // Part 5: the seed's torch.mm(A, A) and torch.mm(B, B) on two streams --------------------------
 void part_seed_mm(const lab::Setup& setup, int n) {
   const size_t bytes = size_t(n) * n * sizeof(float);
+  // core: seed_mm (17 lines)
   // PyTorch creates its streams non-blocking, so stream 0 never stands between them.
   cudaStream_t s1, s2;
   CS_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
@@ -362,6 +363,7 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   // lasts microseconds, too short to see what the synchronization costs.
   const int blocks = int(std::min<size_t>((count + 255) / 256, 4 * setup.prop.multiProcessorCount));
   lab::KernelLog log(6);
+  // core: seed_sync (23 lines)
   // with torch.cuda.stream(stream): out = in * factor, then the rest of the block's work.
   auto block = [&](cudaStream_t stream, const float* in, float* out, float factor, int slot) {
     scale_kernel<<<blocks, 256, 0, stream>>>(in, out, factor, count);

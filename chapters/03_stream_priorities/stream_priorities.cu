@@ -82,6 +82,7 @@ int priority_of(cudaStream_t stream) {
 }
 
 void part_range() {
+  // core: range
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   lab::print_range(least, greatest);  // beside the seed's -1 .. 0
@@ -96,6 +97,7 @@ void part_range() {
     CS_CHECK(cudaStreamDestroy(stream));
     table.add(p, got);
   }
+  // end core
   cudaStream_t plain = nullptr;
   CS_CHECK(cudaStreamCreate(&plain));
   std::printf("   cudaStreamCreate (no priority given) gives %d\n", priority_of(plain));
@@ -128,6 +130,7 @@ void part_pytorch() {
   const int levels = least - greatest + 1;
   lab::print_pytorch_header();
   int lost = 0;  // PyTorch priorities that CUDA would not keep as asked on this device
+  // core: pytorch
   for (int p : {100, 1, 0, -1, -2, -3, -4, -5, -6, -100}) {
     cudaStream_t stream = nullptr;  // what CUDA itself gives for the same p (part 1's clamp)
     CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, p));
@@ -140,6 +143,7 @@ void part_pytorch() {
     lost += priority_of(stream) != torch_gives;
     CS_CHECK(cudaStreamDestroy(stream));
   }
+  // end core
   cs::check_that("torch_levels_kept", !lost, cs::format("%d of 10 not kept by CUDA", lost));
   // What priority_range() reports: the highest pool, beside this device's own range.
   lab::explain_pytorch(pytorch_priority(-100, levels), least, greatest, kPyTorchPriorityPools);
@@ -153,6 +157,7 @@ void part_pytorch() {
 lab::Run run_once(lab::Bench& b, const lab::Setup& setup, cudaStream_t flood_stream,
                   int flood_blocks, unsigned long long block_ns, cudaStream_t short_stream,
                   const lab::Trace& trace = {}) {
+  // core: latency
   const int request = b.prepare(flood_stream);  // clear this run's buffers; the GPU goes idle
   {
     auto span = trace.span(trace.flood_row, "flood", flood_stream);
@@ -171,6 +176,7 @@ lab::Run run_once(lab::Bench& b, const lab::Setup& setup, cudaStream_t flood_str
   }
   CS_CHECK(cudaStreamSynchronize(short_stream));
   CS_CHECK(cudaStreamSynchronize(flood_stream));
+  // end core
   return b.finish(request, flood_blocks);  // checks both kernels' work, returns the times
 }
 
@@ -179,9 +185,9 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   // The short kernel's streams must not share a hardware queue with the flood's, or they would
-  // wait behind it before priority could act. The runtime hands its hardware queues
-  // (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) to new streams in turn, so three streams created
-  // back to back get three different ones, however many streams parts 1 and 2 created before.
+  // wait behind it before priority could act. On the devices measured, the runtime hands its
+  // hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) to new streams in turn (not
+  // documented), so three streams created back to back got three different ones.
   // With fewer queues (CUDA_DEVICE_MAX_CONNECTIONS below 3) the check is skipped; where two
   // share one anyway, a short kernel reaches its stream only late in the flood, and it fails.
   // --same-priority (a control) gives the "high" stream the least priority too.
@@ -243,6 +249,7 @@ void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
                      const cs::CommonOptions& common) {
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  // core: preemption
   cudaStream_t wave_stream = nullptr, high = nullptr;  // back to back: two queues (part 3 says why)
   CS_CHECK(cudaStreamCreateWithPriority(&wave_stream, cudaStreamNonBlocking, least));
   CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
@@ -256,6 +263,7 @@ void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   for (int r = 0; r < setup.repeats; ++r) {
     runs.push_back(run_once(bench, setup, wave_stream, f.resident, setup.running_ns, high));
   }
+  // end core
   const lab::Summary s = lab::summarize(runs);
   lab::print_wave_latency(s, setup.repeats);
 

@@ -95,6 +95,7 @@ void measure_copy(lab::Copy& copy, std::size_t bytes, int repeats) {
   CS_CHECK(cudaEventCreate(&start));
   CS_CHECK(cudaEventCreate(&stop));
   std::vector<double> calls, copies;
+  // core: pinned
   for (int i = -1; i < repeats; ++i) {  // one warm-up
     CS_CHECK(cudaEventRecord(start, stream));
     const double before = cs::host_now_ms();
@@ -106,6 +107,7 @@ void measure_copy(lab::Copy& copy, std::size_t bytes, int repeats) {
     CS_CHECK(cudaEventElapsedTime(&ms, start, stop));
     if (i >= 0) calls.push_back(after - before), copies.push_back(ms);
   }
+  // end core
   copy.call_ms = cs::median(calls);
   copy.copy_ms = cs::median(copies);
   lab::print_copy(copy);
@@ -124,6 +126,7 @@ void part_seed(std::size_t total_elements) {
   CS_CHECK(cudaMalloc(&inputDevPtr, 2 * size * sizeof(float)));
   CS_CHECK(cudaMalloc(&outputDevPtr, 2 * size * sizeof(float)));
 
+  // core: seed
   cudaStream_t stream[2];
   for (int i = 0; i < 2; ++i) CS_CHECK(cudaStreamCreate(&stream[i]));
   float* hostPtr = nullptr;
@@ -142,6 +145,7 @@ void part_seed(std::size_t total_elements) {
   for (int i = 0; i < 2; ++i) CS_CHECK(cudaStreamDestroy(stream[i]));
   // The seed stops here. Reading hostPtr needs the copies back to be finished first.
   CS_CHECK(cudaDeviceSynchronize());
+  // end core
 
   std::vector<float> want(2 * size);
   for (std::size_t j = 0; j < want.size(); ++j) want[j] = 2.0f * (j % 1024) + 1.0f;
@@ -193,6 +197,7 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
   lab::Copy before{"vector, before", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice};
   if (run.measure())
     std::printf("%s", lab::kCopyHeader), measure_copy(before, b.bytes, run.repeats);
+  // core: register
   cudaPointerAttributes was{}, is{};
   CS_CHECK(cudaPointerGetAttributes(&was, b.pageable.data()));
   CS_CHECK(cudaHostRegister(b.pageable.data(), b.bytes, cudaHostRegisterDefault));
@@ -200,6 +205,7 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
   cs::check_that("registered_pointer_is_pinned",
                  was.type == cudaMemoryTypeUnregistered && is.type == cudaMemoryTypeHost,
                  lab::memory_types(was, is));
+  // end core
   // Correctness: device -> registered vector gives back the input words.
   CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice));
   std::fill(b.pageable.begin(), b.pageable.end(), 0u);
@@ -257,6 +263,7 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const lab::Run& 
     // Each operation drawn on the timeline as it is issued, when there is one.
     auto span = [&](int c, const char* kind) { return lab::span(timeline, row(c), kind, on(c)); };
     auto at = [&](int c) { return b.begin(c, C); };
+    // core: pipeline
     for (int first = 0; first < C; first += wave) {
       const int last = std::min(C, first + wave);
       for (int c = first; c < last; ++c) {
@@ -279,6 +286,7 @@ void part_pipeline(lab::Buffers& b, const cudaDeviceProp& prop, const lab::Run& 
                                  on(c)));
       }
     }
+    // end core
   };
   const char* names[] = {"serial", "depth_first", "breadth_first"};
   // Each order timed, then run once more on a timeline and checked element by element against
@@ -335,6 +343,7 @@ void part_chunks(lab::Buffers& b, const cudaDeviceProp& prop, const lab::Run& ru
                         [&](int i) { return lab::chunked_rate_vs_expected(m, run.chunks, i); });
 
   // The pipeline at C chunks, depth-first over the S streams (all in stream 0 for serial).
+  // core: chunks
   auto issue = [&](int C, bool serial) {
     for (int c = 0; c < C; ++c) {
       cudaStream_t stream = streams[serial ? 0 : c % S];
@@ -348,6 +357,7 @@ void part_chunks(lab::Buffers& b, const cudaDeviceProp& prop, const lab::Run& ru
                                cudaMemcpyDeviceToHost, stream));
     }
   };
+  // end core
   const lab::Sweep sweep = lab::sweep_chunk_counts(b, streams, engines, std::min(run.repeats, 3),
                                                    run.measure(), m, scramble_launcher(b), issue);
   cs::check_that("chunks_results", sweep.wrong == 0,

@@ -84,7 +84,7 @@ void part_enumerate(const Context& ctx) {
               current_device());
   if (ctx.no_invalid_calls)
     return cs::check_skipped("nonexistent_device_rejected", "--no-invalid-calls");
-  // torch.device('cuda:N') with N >= the device count fails when used; so does cudaSetDevice(N).
+  // core: enumerate (7 lines): cudaSetDevice(count) fails, as torch.device('cuda:N') does
   const int before = current_device();
   const cudaError_t status = cudaSetDevice(count);
   (void)cudaGetLastError();  // the expected error must not linger for later error checks
@@ -152,7 +152,7 @@ void part_ownership(const Context& ctx) {
   std::vector<int> stream_owners, memory_owners;
   bool all_device_memory = true;
   for (int d : ctx.devices) {
-    cudaStream_t stream = nullptr;
+    cudaStream_t stream = nullptr;  // core: ownership (13 lines)
     void* buffer = nullptr;
     int home = -1;
     CS_CHECK(cudaGetDevice(&home));
@@ -197,7 +197,7 @@ void part_foreign_stream(const Context& ctx) {
     CS_CHECK(cudaMalloc(&away_buffer, bytes));
     CS_CHECK(cudaMemset(away_buffer, 0, bytes));
   }
-  cudaEvent_t home_event = nullptr;
+  cudaEvent_t home_event = nullptr;  // core: foreign-stream (10 lines)
   cudaError_t launch_status = cudaSuccess, record_status = cudaSuccess;
   {
     CurrentDevice scope(home);
@@ -230,7 +230,7 @@ void part_foreign_stream(const Context& ctx) {
 // Issues every device's copies and kernel, then waits for all: the devices work at once (ms).
 double run_split(std::vector<lab::Slice>& slices, lab::JobData& job, int steps) {
   const double begin = cs::host_now_ms();
-  for (lab::Slice& s : slices) {
+  for (lab::Slice& s : slices) {    // core: split (15 lines)
     CurrentDevice scope(s.device);  // a launch must go to a stream of the current device
     const std::size_t bytes = s.count * sizeof(std::uint32_t);
     s.host_start_ms = cs::host_now_ms();
@@ -276,7 +276,7 @@ double peer_pair(int a, int b, std::size_t n, bool timed) {
   cudaStream_t stream[2] = {};
   std::uint32_t *source[2] = {}, *destination[2] = {};
   double gbps[2] = {0, 0};
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < 2; ++k) {  // core: peer (25 lines)
     CS_CHECK(cudaDeviceCanAccessPeer(&can[k], dev[k], dev[1 - k]));
     CurrentDevice scope(dev[k]);
     if (can[k]) {  // map the other device's memory; enabling twice is harmless but an error
@@ -355,7 +355,7 @@ void part_cross_event(const Context& ctx) {
     CS_CHECK(cudaMemset(data, 0, bytes));
     CS_CHECK(cudaDeviceSynchronize());
   }
-  const double begin = cs::host_now_ms();
+  const double begin = cs::host_now_ms();  // core: cross-event (18 lines)
   {
     CurrentDevice scope(producer);
     CS_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));  // producer's event
@@ -392,7 +392,7 @@ void part_scaling(const Context& ctx, lab::JobData& job) {
   std::printf("The job on device %d alone, then split over %zu devices:\n", ctx.devices.front(),
               n_devices);
   lab::SplitTimes one, all;
-  for (const bool split : {false, true}) {
+  for (const bool split : {false, true}) {  // core: scaling (8 lines)
     std::vector<lab::Slice> slices =
         lab::cut_job(split ? ctx.devices : std::vector<int>{ctx.devices.front()}, ctx.elements);
     (split ? all : one) = time_split(slices, job, ctx.steps);

@@ -123,7 +123,7 @@ void part_host_read(Lab& lab, bool broken) {
   CS_CHECK(cudaMalloc(&device, bytes));
   CS_CHECK(cudaMallocHost(&host, bytes));  // pinned: the copy really is asynchronous
   std::fill(host, host + n, 0u);
-  // Non-blocking streams (no order with stream 0) and events that only order work, as everywhere.
+  // Non-blocking (no order with stream 0); `copied` only orders (the timeline's events time).
   cudaStream_t stream = nullptr;
   cudaEvent_t copied = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -136,7 +136,7 @@ void part_host_read(Lab& lab, bool broken) {
   span = timeline.span("stream", "produce", stream);
   fill_kernel<<<lab.grid, kBlock, 0, stream>>>(device, n, 1u);
   CS_CHECK_LAUNCH();
-  span = timeline.span("stream", "transfer D2H", stream);
+  span = timeline.span("stream", "transfer D2H", stream);  // core: host-read (17 lines)
   CS_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
   span.end();
   CS_CHECK(cudaEventRecord(copied, stream));
@@ -174,7 +174,7 @@ bool seed_scene(Lab& lab, unsigned stream_flags, bool wait, bool legacy_kernel, 
   cs::Timeline timeline;
   timeline.start(p);
   auto span = timeline.span("stream p", "delay", p, "slow producer");
-  spin_kernel<<<1, 1, 0, p>>>(lab.delay_ns());
+  spin_kernel<<<1, 1, 0, p>>>(lab.delay_ns());  // core: cross-stream (12 lines)
   span = timeline.span("stream p", "produce", p, "normal_()");
   produce_kernel<<<lab.grid, kBlock, 0, p>>>(buffers.a, lab.n);
   CS_CHECK(cudaEventRecord(produced, p));
@@ -249,7 +249,7 @@ lab::ReaderScene slow_reader_scene(Lab& lab, const char* title, Between&& betwee
 // Part 3: reuse: the next iteration overwrites a buffer that another stream still reads
 void part_reuse(Lab& lab, bool broken) {
   lab.begin("reuse", broken);
-  cudaEvent_t read_done = nullptr;
+  cudaEvent_t read_done = nullptr;  // core: reuse (7 lines)
   CS_CHECK(cudaEventCreateWithFlags(&read_done, cudaEventDisableTiming));
   auto between = [&](cudaStream_t writer, cudaStream_t reader, std::uint32_t* block) {
     CS_CHECK(cudaEventRecord(read_done, reader));
@@ -276,7 +276,7 @@ void part_reuse(Lab& lab, bool broken) {
 void part_use_after_free(Lab& lab, bool broken) {
   lab.begin("use-after-free", broken);
   // The pool keeps freed blocks mapped: a late reader finds someone else's data, not a fault.
-  cudaMemPool_t pool = nullptr;
+  cudaMemPool_t pool = nullptr;  // core: use-after-free (14 lines)
   std::uint64_t keep_everything = UINT64_MAX, release_at_sync = 0;
   CS_CHECK(cudaDeviceGetDefaultMemPool(&pool, lab.device));
   CS_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
@@ -327,7 +327,7 @@ void part_over_sync(Lab& lab, bool broken) {
   for (cudaStream_t& stream : streams)
     CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   lab::DeviceBuffer data(kStreams * kPerStream);
-  auto issue = [&](bool sync_after_each, cs::Timeline* timeline) {
+  auto issue = [&](bool sync_after_each, cs::Timeline* timeline) {  // core: over-sync (13 lines)
     for (int k = 0; k < kKernels; ++k) {
       for (int s = 0; s < kStreams; ++s) {
         cs::TimelineSpan span;
@@ -373,7 +373,7 @@ void part_over_sync(Lab& lab, bool broken) {
 void part_legacy_default(Lab& lab, bool broken) {
   lab.begin("legacy-default", broken);
   std::string saw;
-  if (broken) {
+  if (broken) {  // core: legacy-default (16 lines)
     // cudaStreamDefault: blocking streams, which synchronize with the legacy default stream.
     const bool blocking_right = seed_scene(lab, cudaStreamDefault, false, true, &saw,
                                            "legacy-default: blocking streams (cudaStreamDefault)");
@@ -397,7 +397,7 @@ void part_hidden_by_setting(Lab& lab, bool broken) {
   // Read once, at start: each setting needs a new process (this program, --case cross-stream).
   const std::vector<lab::ChildRun> runs = lab::run_under_each_setting(lab, broken);
   if (runs.empty()) return;  // the device lets one process at a time use it (said why)
-  if (!broken) {
+  if (!broken) {             // core: hidden-by-setting (14 lines)
     const int right = (runs[0].status == 0) + (runs[1].status == 0) + (runs[2].status == 0);
     cs::check_that("fixed_right_under_every_setting", right == 3,
                    cs::format("the fixed code was right under %d of the 3 settings", right));

@@ -94,7 +94,7 @@ void part_order(int stream_count, int steps, const cs::CommonOptions& common) {
   cs::Timeline timeline;
   timeline.start(streams[0]);
   for (int k = 0; k < steps; ++k) {  // breadth first: the streams' steps are issued interleaved
-    for (int s = 0; s < stream_count; ++s) {
+    for (int s = 0; s < stream_count; ++s) {  // core: order (13 lines)
       cudaStream_t stream = streams[static_cast<std::size_t>(s)];
       const std::string row = "stream " + std::to_string(s);
       auto span = timeline.span(row, "kernel", stream);
@@ -178,7 +178,7 @@ void part_handoff(int device, int batches, int n, int stream_count) {
   std::vector<int> order;
   std::thread worker(finish_batches, device, &queue, &b, &order);
   std::vector<lab::BatchReady> ready(static_cast<std::size_t>(batches));  // alive until run
-  for (int i = 0; i < batches; ++i) {
+  for (int i = 0; i < batches; ++i) {  // core: handoff (13 lines)
     cudaStream_t stream = streams[static_cast<std::size_t>(i % stream_count)];
     const std::size_t first = static_cast<std::size_t>(i) * static_cast<std::size_t>(n);
     CS_CHECK(cudaMemcpyAsync(device_input + first, host_input + first, batch_bytes,
@@ -230,7 +230,7 @@ void part_rule(bool no_error_demos) {
                       "--no-error-demos: the CUDA call inside a host function was not made");
     return;
   }
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;  // core: rule (14 lines)
   int* counter = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CS_CHECK(cudaMalloc(&counter, sizeof(int)));
@@ -273,7 +273,7 @@ void part_stall(int host_ms, const cs::LaunchEnvironment& env, const cs::CommonO
   CS_CHECK(cudaStreamSynchronize(b));
 
   const unsigned long long b_kernel_ns = 100000ull * host_ms;  // a tenth of the host function
-  CS_CHECK(cudaEventRecord(start, a));
+  CS_CHECK(cudaEventRecord(start, a));                         // core: stall (13 lines)
   const double issue_from = cs::host_now_ms();
   CS_CHECK(cudaLaunchHostFunc(a, sleep_on_host, &host_ms));
   const double issue_ms = cs::host_now_ms() - issue_from;
@@ -327,7 +327,7 @@ void part_callback(bool no_error_demos) {
   CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CS_CHECK(cudaMalloc(&device_slot, sizeof(int)));
   CS_CHECK(cudaMallocHost(&host_slot, sizeof(int)));
-  lab::CallbackRecord record;
+  lab::CallbackRecord record;  // core: callback (8 lines)
   record.host_slot = host_slot;
   constexpr int kValue = 424242;  // written after 100 us, copied, then read by the callback
   write_after_delay<<<1, 1, 0, stream>>>(device_slot, kValue, 100000ull);
@@ -382,7 +382,7 @@ void part_graph() {
   lab::ReplayRecord replays;
   replays.host_counter = host_counter;
 
-  cudaGraph_t graph = nullptr;
+  cudaGraph_t graph = nullptr;  // core: graph (16 lines)
   CS_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   increment<<<1, 1, 0, stream>>>(device_counter);
   CS_CHECK_LAUNCH();

@@ -90,7 +90,7 @@ void issue_fork_join(lab::ForkJoin& fj, unsigned increment, cs::Timeline* timeli
   auto row = [](int s) { return s == 0 ? std::string("origin") : cs::format("stream %d", s); };
   cs::TimelineSpan span;
   if (timeline) span = timeline->span(row(0), "kernel", origin, "prepare");
-  prepare<<<grid, kBlock, 0, origin>>>(fj.x, fj.n, increment);
+  prepare<<<grid, kBlock, 0, origin>>>(fj.x, fj.n, increment);  // core: capture (21 lines)
   CS_CHECK_LAUNCH();
   span.end();
   CS_CHECK(cudaEventRecord(fj.fork, origin));  // fork
@@ -172,7 +172,7 @@ void part_capture(lab::ForkJoin& fj, const std::string& dot_path, const cs::Laun
 void part_replay(lab::ForkJoin& fj, int replays) {
   cudaStream_t origin = fj.origin();
   lab::reset(fj);
-  cudaGraph_t graph = nullptr;
+  cudaGraph_t graph = nullptr;  // core: replay (8 lines)
   CS_CHECK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
   issue_fork_join(fj, kFirstIncrement);
   CS_CHECK(cudaStreamEndCapture(origin, &graph));
@@ -198,7 +198,7 @@ void part_branches(lab::ForkJoin& fj, const cs::LaunchEnvironment& env,
   unsigned long long* times = nullptr;  // each branch's start and end on the global timer
   const std::size_t times_bytes = 2 * sizeof(*times) * static_cast<std::size_t>(branches);
   CS_CHECK(cudaMalloc(&times, times_bytes));
-  auto fork_of_waits = [&] {
+  auto fork_of_waits = [&] {  // core: branches (19 lines)
     CS_CHECK(cudaEventRecord(fj.fork, origin));
     for (int s = 0; s < branches; ++s) {
       if (s > 0) CS_CHECK(cudaStreamWaitEvent(fj.streams[s], fj.fork, 0));
@@ -257,7 +257,7 @@ void part_update(lab::ForkJoin& fj, int replays) {
 
   // One node: the root is the prepare kernel; its third argument is the increment. The function
   // stays prepare; only the arguments change, and the runtime copies them now.
-  cudaKernelNodeParams params{};
+  cudaKernelNodeParams params{};  // core: update (13 lines)
   const cudaGraphNode_t root = lab::shape_of(graph).root;
   CS_CHECK(cudaGraphKernelNodeGetParams(root, &params));
   unsigned* x_argument = fj.x;
@@ -306,7 +306,7 @@ void part_cost(cudaStream_t stream, int kernels, const cs::LaunchEnvironment& en
     CS_CHECK_LAUNCH();
     ++chains_run;
   };
-  cudaGraph_t chain = nullptr;
+  cudaGraph_t chain = nullptr;  // core: cost (12 lines)
   CS_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   for (int k = 0; k < kernels; ++k) tick<<<1, 1, 0, stream>>>(counter);
   CS_CHECK_LAUNCH();
@@ -356,7 +356,7 @@ void part_sync(cudaStream_t stream, bool no_error_demos) {
   CS_CHECK(cudaStreamSynchronize(stream));
   // Nothing in a capturing stream has run, so there is nothing to wait for: the runtime refuses
   // the synchronization and invalidates the capture.
-  CS_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  CS_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));  // core: sync (12 lines)
   tick<<<1, 1, 0, stream>>>(scratch);
   CS_CHECK_LAUNCH();
   const cudaError_t sync_status = cudaStreamSynchronize(stream);
@@ -396,7 +396,7 @@ void part_modes(cudaStream_t stream, int device, bool no_error_demos) {
   lab::HelperThread helper;  // the "other thread"
   lab::bind_to_device(helper, device);
   lab::ModeTally tally;  // prints the table, compares each cell with the documented rules
-  for (const lab::ModeRow& row : lab::kModeRows) {
+  for (const lab::ModeRow& row : lab::kModeRows) {  // core: modes (16 lines)
     for (bool other_thread : {false, true}) {
       CS_CHECK(cudaStreamBeginCapture(stream, row.mode));
       tick<<<1, 1, 0, stream>>>(scratch);

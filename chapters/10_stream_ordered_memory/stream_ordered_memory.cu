@@ -109,6 +109,7 @@ void part_counters(int device, std::size_t bytes) {
   lab::print_counter_header();
   lab::print_counters("before", read_counters(pool));
 
+  // core: counters
   int* block = nullptr;
   CS_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&block), bytes, stream));
   touch<<<1, 1, 0, stream>>>(block, bytes / sizeof(int));
@@ -119,6 +120,7 @@ void part_counters(int device, std::size_t bytes) {
   CS_CHECK(cudaFreeAsync(block, stream));  // returns at once; the free happens in stream order
   lab::print_counters("cudaFreeAsync issued, no sync yet", read_counters(pool));
   CS_CHECK(cudaStreamSynchronize(stream));
+  // end core
   const lab::PoolCounters after = read_counters(pool);
   lab::print_counters("after cudaStreamSynchronize", after);
 
@@ -146,6 +148,7 @@ void part_counters(int device, std::size_t bytes) {
 void part_keep(int device, std::size_t bytes) {
   cudaStream_t stream = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // core: keep
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;  // device memory that is never paged out
   props.handleTypes = cudaMemHandleTypeNone;      // not shared with other processes
@@ -164,6 +167,7 @@ void part_keep(int device, std::size_t bytes) {
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaFreeAsync(block, stream));
   CS_CHECK(cudaStreamSynchronize(stream));
+  // end core
   const lab::PoolCounters kept = read_counters(pool);
   lab::print_counters("after malloc, free and sync", kept);
   CS_CHECK(cudaMemPoolTrimTo(pool, 0));  // give back all but 0 bytes of what is not in use
@@ -197,7 +201,8 @@ void part_cost(int device, std::size_t bytes, int cycles, std::uint64_t threshol
   std::uint64_t original = 0;
   CS_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &original));
   const std::size_t count = bytes / sizeof(int);
-  auto with_malloc = [&] {  // maps memory, and cudaFree waits for the whole device
+  // core: cost
+  auto with_malloc = [&] {  // may map memory; cudaFree waits for the whole device
     int* p = nullptr;
     CS_CHECK(cudaMalloc(&p, bytes));
     touch<<<1, 1, 0, stream>>>(p, count);
@@ -213,6 +218,7 @@ void part_cost(int device, std::size_t bytes, int cycles, std::uint64_t threshol
     CS_CHECK(cudaFreeAsync(p, stream));
     CS_CHECK(cudaStreamSynchronize(stream));
   };
+  // end core
   const cs::Stats malloc_us = lab::time_cycles_us(cycles, with_malloc);
   // Does cudaMalloc map new memory at this size? The device's free memory drops if it does.
   std::size_t free_before = 0, free_during = 0, total = 0;
@@ -290,6 +296,7 @@ void part_streams(int device, int sms, int n, const cs::LaunchEnvironment& env,
   spin<<<1, 1, 0, a>>>(kProducerMs * 1000000ull);
   CS_CHECK_LAUNCH();
   const double issue_from = cs::host_now_ms();  // the producer runs; the host issues the rest
+  // core: streams
   // (1) A fills `first`; B waits for A's event, reads it, and frees it in B's own order.
   span = timeline.span("stream A", "kernel", a, "fill first");
   fill<<<grid, kThreads, 0, a>>>(first, n);
@@ -314,6 +321,7 @@ void part_streams(int device, int sms, int n, const cs::LaunchEnvironment& env,
   CS_CHECK(cudaStreamWaitEvent(a, consumed, 0));
   span = timeline.span("stream A", "free", a, "cudaFreeAsync(second) in A after B");
   CS_CHECK(cudaFreeAsync(second, a));
+  // end core
   span.end();
   const double issue_ms = cs::host_now_ms() - issue_from;
   const lab::PoolCounters in_flight = read_counters(pool);

@@ -52,7 +52,7 @@ void wait_stream(const CUDAStream& stream, const CUDAStream& producer) {
 
 // Part 1: torch.cuda.current_stream(), torch.cuda.Stream(), `with torch.cuda.stream(s)`
 void part_streams() {
-  const CUDAStream default_stream = c10::cuda::getDefaultCUDAStream();
+  const CUDAStream default_stream = c10::cuda::getDefaultCUDAStream();  // core: streams (16 lines)
   const CUDAStream current = c10::cuda::getCurrentCUDAStream();
   const CUDAStream custom = c10::cuda::getStreamFromPool();
   unsigned int flags = 0;
@@ -86,7 +86,7 @@ void part_seeds() {
   const auto options = torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA);
   const torch::Tensor t1 = torch::tensor({1, 2, 3, 4, 5}, options);  // made on the default stream
   const torch::Tensor t2 = torch::tensor({5, 4, 3, 2, 1}, options);
-  const CUDAStream default_stream = c10::cuda::getCurrentCUDAStream();
+  const CUDAStream default_stream = c10::cuda::getCurrentCUDAStream();  // core: seeds (17 lines)
   const CUDAStream stream = c10::cuda::getStreamFromPool();
   torch::Tensor sum;
   {
@@ -129,7 +129,7 @@ void part_serialize(const lab::Flags& f, const lab::Spinner& spinner, bool concu
   const torch::Tensor t2 = torch::randn({f.matrix, f.matrix}, cuda_floats());
   const CUDAStream stream1 = c10::cuda::getStreamFromPool();
   const CUDAStream stream2 = c10::cuda::getStreamFromPool();
-  torch::Tensor res1, res2;
+  torch::Tensor res1, res2;                  // core: serialize (13 lines)
   auto seed = [&](cs::Timeline* timeline) {  // the host waits inside each block
     res1 = scaled_in_stream(stream1, t1, 2.0, spinner, timeline, "seed: stream1");
     stream1.synchronize();
@@ -176,7 +176,7 @@ void part_matmul(int64_t side) {
   const torch::Tensor A = torch::rand({side, side}, cuda_floats());
   const torch::Tensor B = torch::rand({side, side}, cuda_floats());
   torch::cuda::synchronize();  // "wait for the above tensors to initialise": cudaDeviceSynchronize
-  const CUDAStream s1 = c10::cuda::getStreamFromPool();
+  const CUDAStream s1 = c10::cuda::getStreamFromPool();  // core: matmul (12 lines)
   const CUDAStream s2 = c10::cuda::getStreamFromPool();
   torch::Tensor C, D;
   {
@@ -198,7 +198,7 @@ void part_matmul(int64_t side) {
 
 // Part 5: the notes' "sum() may start execution before normal_() finishes!", and the fix
 lab::RaceOutcome normal_then_sum(const CUDAStream& s, bool wait, const lab::Spinner& spinner) {
-  const CUDAStream default_stream = c10::cuda::getCurrentCUDAStream();
+  const CUDAStream default_stream = c10::cuda::getCurrentCUDAStream();  // core: race (13 lines)
   // torch.empty leaves whatever memory held; ones make the stale contents recognizable.
   torch::Tensor A = torch::empty({100, 100}, cuda_floats()).fill_(1.0f);  // the seed's (100, 100)
   torch::cuda::synchronize();
@@ -242,7 +242,7 @@ lab::ReuseOutcome free_while_in_use(const CUDAStream& side, bool record,
   const CUDAStream default_stream = c10::cuda::getCurrentCUDAStream();
   lab::fresh_cache(side, kElements);  // torch.cuda.empty_cache(), then blocks cached for side
   torch::Tensor A = torch::ones({kElements}, cuda_floats());  // made on the default stream
-  torch::Tensor B;
+  torch::Tensor B;                                            // core: record (14 lines)
   {
     c10::cuda::CUDAStreamGuard guard(side);
     wait_stream(side, default_stream);
@@ -292,7 +292,7 @@ void part_priorities() {
   if (greatest == least) return cs::check_skipped("priority_mapping", "a single priority");
   const auto [torch_least, torch_greatest] = CUDAStream::priority_range();
   lab::print_priority_header(torch_least, torch_greatest);
-  bool all_match = true;
+  bool all_match = true;                         // core: priorities (10 lines)
   for (int p = least; p >= greatest - 1; --p) {  // one past the device's greatest
     all_match &= lab::priority_row(cs::format("torch.cuda.Stream(priority=%d)", p),
                                    cs::format("getStreamFromPool(%d)", p),
@@ -313,7 +313,7 @@ void part_priorities() {
 // Part 8: torch.device('cuda:0'), .cuda(), .to(device) and torch.cuda.device(k)
 void part_devices(int ordinal) {
   const torch::Device cuda(torch::kCUDA);  // torch.device('cuda'): the current device
-  const torch::Device chosen("cuda:" + std::to_string(ordinal));
+  const torch::Device chosen("cuda:" + std::to_string(ordinal));  // core: devices (11 lines)
   const auto doubles = torch::TensorOptions().dtype(torch::kFloat64);
   const torch::Tensor x = torch::tensor({1.0, 2.0}, doubles.device(chosen));
   const torch::Tensor y = torch::tensor({1.0, 2.0}, doubles).cuda();
@@ -356,9 +356,9 @@ torch::Tensor fork_join(const torch::Tensor& x, const CUDAStream& side) {
 
 void part_capture(int replays, const cs::LaunchEnvironment& env, const cs::CommonOptions& common) {
   constexpr int64_t kElements = 1 << 14;  // small: each kernel takes microseconds
-  const torch::Tensor x = torch::rand({kElements}, cuda_floats());  // the graph's static input
-  const CUDAStream default_stream = c10::cuda::getCurrentCUDAStream();
-  const CUDAStream capture = c10::cuda::getStreamFromPool();  // never capture on stream 0
+  const torch::Tensor x = torch::rand({kElements}, cuda_floats());      // the graph's static input
+  const CUDAStream default_stream = c10::cuda::getCurrentCUDAStream();  // core: capture (22 lines)
+  const CUDAStream capture = c10::cuda::getStreamFromPool();            // never capture on stream 0
   const CUDAStream side = c10::cuda::getStreamFromPool();
   wait_stream(capture, default_stream);  // x was made on the default stream
   {

@@ -2,9 +2,9 @@
 //
 // Chapter 03 showed what a stream priority cannot do: a high-priority kernel still waits for the
 // blocks already running. CUDA 12.4 and later give a kernel SMs of its own: a green context is
-// a context that owns only part of the device's SMs, and a kernel launched into its stream
-// waits for no block outside them. Stream memory operations let a 32-bit flag in memory hold and
-// release a stream, written by the host or by another stream, without events. Both are driver
+// a context that owns only part of the device's SMs (disjoint SMs: still no promise of concurrency
+// or progress, queues are shared). Stream memory operations let a 32-bit flag in memory hold and
+// release a stream, an order invisible to CUDA (also order such work with events). Both are driver
 // API calls (the runtime API for green contexts arrives in CUDA 13.1); the program takes them
 // from the driver the runtime loaded, with cudaGetDriverEntryPointByVersion, so it needs no
 // -lcuda. Chapter 13 goes on with programmatic dependent launch and conditional graph nodes.
@@ -187,7 +187,7 @@ std::string make_green_contexts(CUdevice dev, int sms, GreenContexts& g) {
   if (asked + least > g.all.sm.smCount)
     return cs::format("--sms %d: the device's %u SMs cannot give %u and keep %u for the flood", sms,
                       g.all.sm.smCount, asked, least);
-  CUdevResource mine{};
+  CUdevResource mine{};  // core: green (14 lines)
   unsigned int groups = 1;
   CU_CHECK(drv::cuDevSmResourceSplitByCount(&mine, &groups, &g.all, &g.rest, 0, sms));
   if (groups != 1 || g.rest.sm.smCount == 0)
@@ -334,7 +334,7 @@ void stream_release(cudaStream_t a, cudaStream_t b, volatile unsigned int* vflag
   cs::Comparison results;
   bool watchdog_released = false;
   for (unsigned int round = 1; round <= 3; ++round) {
-    lab::Watchdog guard(vflag, round, watchdog_ms);
+    lab::Watchdog guard(vflag, round, watchdog_ms);  // core: memops (10 lines)
     CS_CHECK(cudaMemsetAsync(data, 0xff, n * sizeof(unsigned int), b));
     slow_producer<<<4, kThreads, 0, b>>>(data, n, 2000000ull, round);  // 2 ms
     CS_CHECK_LAUNCH();

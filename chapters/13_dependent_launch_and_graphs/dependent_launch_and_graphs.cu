@@ -3,7 +3,7 @@
 // In a stream a kernel starts only after the one before it has ended, and a loop whose end the
 // GPU decides costs the host a round trip per iteration. CUDA 12.3 and later (Hopper for the
 // first) take both waits out: programmatic dependent launch (PDL) lets a kernel start before its
-// predecessor ends, so its prologue overlaps the predecessor's tail, and it must then call
+// predecessor ends (here several kernels' prologues run at once), and it must then call
 // cudaGridDependencySynchronize before it reads the predecessor's output; a conditional while
 // node runs a loop inside one graph launch, the GPU deciding when to stop. Chapter 12 showed the
 // other two answers to what priorities cannot give: green contexts and stream memory operations.
@@ -19,10 +19,10 @@
 //   build/bin/13_dependent_launch_and_graphs --help       # every flag
 //
 // What to expect (dependent_launch_and_graphs_lab.cuh: the flags and tables; may be skipped)
-//   1. pdl: a chain of kernels whose prologue overlaps the predecessor's tail runs faster with
-//      PDL; captured in a graph, PDL becomes programmatic edges; a chain of long kernels gains
-//      nothing; reading the predecessor's output before cudaGridDependencySynchronize reads
-//      stale data, after it the right data.
+//   1. pdl: a chain of kernels with a prologue each runs faster with PDL (several prologues run
+//      at once); captured in a graph, PDL becomes programmatic edges; long kernels gain nothing;
+//      reading the predecessor's output before cudaGridDependencySynchronize reads stale data,
+//      after it the right data.
 //   2. graph: a while loop in one graph launch (a conditional node) against a host loop that
 //      synchronizes every iteration to decide whether to go on.
 // A part the device or driver cannot run says SKIP: and why (alone, with --part, exit 77). The
@@ -71,7 +71,7 @@ __device__ void wait_for_predecessor() {
 // work_ns more of it (a long kernel).
 __global__ void chain_step(const unsigned int* in, unsigned int* out, int n,
                            unsigned long long prologue_ns, unsigned long long work_ns) {
-  let_dependent_launch();
+  let_dependent_launch();  // first: the next kernel may start now, in turn the one after it...
   if (threadIdx.x == 0 && prologue_ns > 0) spin_for(prologue_ns);
   __syncthreads();
   wait_for_predecessor();
@@ -130,7 +130,7 @@ __global__ void loop_body(unsigned int* data, int n, unsigned int* counter, unsi
 // before it has called cudaTriggerProgrammaticLaunchCompletion (or exited).
 template <class... Params, class... Args>
 void launch(bool pdl, int blocks, cudaStream_t stream, void (*kernel)(Params...), Args... args) {
-  cudaLaunchAttribute attribute{};
+  cudaLaunchAttribute attribute{};  // core: pdl (10 lines)
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
   cudaLaunchConfig_t config{};
@@ -268,7 +268,7 @@ void part_pdl(const lab::Flags& f, const cudaDeviceProp& prop, const cs::LaunchE
   }
   lab::print_pdl(f.chain, f.prologue_us, long_chain, per_kernel_us);
   cs::report_comparison("chain_results", results);
-  // The prologue overlaps the predecessor: per kernel at most 0.9 of the plain chain's time.
+  // Prologues run while predecessors run: per kernel at most 0.9 of the plain chain's time.
   // Under CUDA_LAUNCH_BLOCKING=1 each launch returns after its kernel: nothing can overlap. A
   // prologue of a few us is too short to save a tenth of a kernel's time (H200, 1 us: 0.91x).
   constexpr double kPdlGainMax = 0.9;
@@ -310,7 +310,7 @@ std::string build_while_loop(unsigned int* data, int n, unsigned int* counter,
   if (driver < 12030)
     return cs::format("no conditional graph nodes: driver %d.%d older than CUDA 12.3",
                       driver / 1000, driver % 1000 / 10);
-  CS_CHECK(cudaGraphCreate(graph, 0));
+  CS_CHECK(cudaGraphCreate(graph, 0));    // core: graph (15 lines)
   cudaGraphConditionalHandle handle = 0;  // 1 at every launch: the body runs at least once
   const char* call = "cudaGraphConditionalHandleCreate(&handle, graph, 1, ...)";
   cudaError_t made =

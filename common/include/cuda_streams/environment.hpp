@@ -2,14 +2,19 @@
  * @file environment.hpp
  * @brief The two environment variables that change what streams can show.
  *
- * - `CUDA_LAUNCH_BLOCKING=1` (a common debugging setting) makes every launch
- *   and every asynchronous copy return only after the work has finished. One
- *   host thread then cannot keep two streams busy at once: overlap between
- *   streams, and the host running ahead of the GPU, disappear.
+ * - `CUDA_LAUNCH_BLOCKING=1` (a common debugging setting) makes every kernel
+ *   launch return only after its kernel has finished. One host thread then
+ *   cannot keep kernels of two streams running at once: overlap between their
+ *   kernels, and the host running ahead of the GPU's kernels, disappear.
+ *   Copies stay asynchronous: on the H200 a `cudaMemcpyAsync` from pinned
+ *   memory still returned in microseconds under it (chapter 07 measures it),
+ *   so do not assume that the setting hides a race with a copy.
  * - `CUDA_DEVICE_MAX_CONNECTIONS=N` (default 8, at most 32) is the number of
  *   hardware work queues the streams of a process share. Training setups set
- *   it to 1 so that kernels reach the GPU in issue order; streams then share
- *   one queue, and work in one stream can wait behind work in another.
+ *   it to 1 so that kernels start on the GPU in issue order; streams then
+ *   share one queue, and work in one stream can wait behind work in another.
+ *   Start order is not run order: independent neighbours in the one queue
+ *   still run at the same time (chapters 04 and 09 show it).
  *
  * Both are read by the CUDA runtime when it starts, so a chapter reads them
  * once, before its first CUDA call, and adapts its bars or skips a check,
@@ -37,7 +42,7 @@ bool parse_launch_environment(const char* launch_blocking, const char* max_conne
                               LaunchEnvironment* environment, std::string* problem);
 
 /// The reason streams issued from one host thread cannot overlap here, or "" when they can
-/// (CUDA_LAUNCH_BLOCKING=1 makes every launch wait for its work).
+/// (CUDA_LAUNCH_BLOCKING=1 makes every kernel launch wait for its kernel).
 std::string no_overlap_reason(const LaunchEnvironment& environment);
 
 /// Prints one line per setting that differs from the default, saying what it changes.
