@@ -1,12 +1,15 @@
 # cuda_streams_chapter(): adds the chapter whose folder calls it.
 #
 #   cuda_streams_chapter([SOURCE file.cu]
-#                        [VARIANT suffix VARIANT_FLAGS nvcc-flags...])
+#                        [VARIANT suffix VARIANT_FLAGS nvcc-flags...]
+#                        [LIBRARIES targets...])
 #
 # The folder's name (NN_topic) names the executable, which goes to
 # <build>/bin/NN_topic. SOURCE defaults to <topic>.cu. VARIANT builds the same
 # source a second time as NN_topic_<suffix> with extra nvcc flags (chapter 02's
-# --default-stream per-thread build). The chapter's tests are declared in
+# --default-stream per-thread build). LIBRARIES are linked into every executable of
+# the chapter, its exercise and the exercise's solution (chapter 14: CUDA::cublas,
+# CUDA::curand, CUDA::cufft from find_package(CUDAToolkit)). The chapter's tests are declared in
 # tests/chapters/NN_topic.cmake with chapter_test(); every executable also gets
 # the two argument tests that run without a GPU (an unknown flag exits 2, --help
 # exits 0). The README and the source become pages of the documentation.
@@ -26,7 +29,7 @@ function(cuda_streams_register_chapter chapter source)
 endfunction()
 
 function(cuda_streams_chapter)
-  cmake_parse_arguments(ARG "" "SOURCE;VARIANT" "VARIANT_FLAGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "SOURCE;VARIANT" "VARIANT_FLAGS;LIBRARIES" ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "cuda_streams_chapter: unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -43,8 +46,10 @@ function(cuda_streams_chapter)
     target_compile_options(${chapter}_${ARG_VARIANT} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${ARG_VARIANT_FLAGS}>)
     list(APPEND executables ${chapter}_${ARG_VARIANT})
   endif()
+  # Seen by cuda_streams_exercise() and exercise_solution(), which this function calls.
+  set(CUDA_STREAMS_CHAPTER_LIBRARIES ${ARG_LIBRARIES})
   foreach(exe IN LISTS executables)
-    target_link_libraries(${exe} PRIVATE cuda_streams::common)
+    target_link_libraries(${exe} PRIVATE cuda_streams::common ${CUDA_STREAMS_CHAPTER_LIBRARIES})
     cuda_streams_warnings(${exe})
   endforeach()
 
@@ -89,39 +94,97 @@ function(cuda_streams_isolate_tests)
   endforeach()
 endfunction()
 
-# Builds chapters/NN_topic/exercise.cu as NN_topic_exercise, and the instructor's solution
-# (tests/exercises/NN_topic.cmake applies it with exercise_solution()) as
-# NN_topic_exercise_solved; exercise_test() there registers the same test for both, and the
-# test that the exercise as given fails on the check its lesson is about (.as_given). A
-# solution file without an exercise_test() stops the configure step.
+# Builds the exercise of chapter NN_topic: chapters/NN_topic/exercise.cu as NN_topic_exercise
+# (exercise.py: a script that the tests run with Python, registered from tests/CMakeLists.txt).
+#
+# Two trees come from one source. The students' tests, with what the exercise as given must fail
+# (FAILS_WITH), are in tests/exercises/NN_topic.cmake (exercise_test(), exercise_args_test()): the
+# handout has them. The instructor's fix is in CUDA_STREAMS_SOLUTIONS_DIR/NN_topic.cmake
+# (default solutions/; exercise_solution()), which scripts/make_handout.sh leaves out: where it
+# is absent, the exercise and its tests are registered without the _solved build and its tests,
+# and the configure step goes on. CUDA_STREAMS_EXERCISE_ROOT (default: this source tree) is the
+# tree whose chapters/NN_topic/exercise.* is built: scripts/grade.sh points it at a student's
+# tree, so that the student's exercises run against this tree's tests, common/ and cmake/.
+#
+# Test labels: `exercise` for the students' tests (<chapter>_exercise.exercise[.name]) only;
+# `solved` for the same tests on the solved build, `as_given` for the tests that the exercise as
+# handed out fails the way its lesson says; `args` and `host` for the bad command lines.
 function(cuda_streams_exercise chapter)
-  set(solution_file ${PROJECT_SOURCE_DIR}/tests/exercises/${chapter}.cmake)
-  if(NOT EXISTS ${solution_file})
-    message(FATAL_ERROR "chapter ${chapter} has an exercise but no ${solution_file}")
+  set(test_file ${PROJECT_SOURCE_DIR}/tests/exercises/${chapter}.cmake)
+  if(NOT EXISTS ${test_file})
+    message(FATAL_ERROR "chapter ${chapter} has an exercise but no ${test_file} (its tests)")
+  endif()
+  set(root ${PROJECT_SOURCE_DIR})
+  if(CUDA_STREAMS_EXERCISE_ROOT)
+    get_filename_component(root "${CUDA_STREAMS_EXERCISE_ROOT}" ABSOLUTE)
   endif()
   set(EXERCISE ${chapter}_exercise)
-  set(EXERCISE_SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/exercise.cu)
-  add_executable(${EXERCISE} exercise.cu)
-  target_link_libraries(${EXERCISE} PRIVATE cuda_streams::common)
-  cuda_streams_warnings(${EXERCISE})
-  chapter_test(NAME args.unknown_flag EXE ${EXERCISE} ARGS --no-such-flag EXIT 2
-               MATCH "unknown flag '--no-such-flag'" LABELS args host exercise)
-  include(${solution_file})
+  set(EXERCISE_SOURCE "")        # the exercise that is built and tested (EXERCISE_ROOT's)
+  set(EXERCISE_GIVEN_SOURCE "")  # this tree's, as given: what a solution applies to
+  foreach(name IN ITEMS exercise.cu exercise.py)
+    if(EXISTS ${PROJECT_SOURCE_DIR}/chapters/${chapter}/${name})
+      set(EXERCISE_SOURCE ${root}/chapters/${chapter}/${name})
+      set(EXERCISE_GIVEN_SOURCE ${PROJECT_SOURCE_DIR}/chapters/${chapter}/${name})
+    endif()
+  endforeach()
+  if(NOT EXERCISE_SOURCE OR NOT EXISTS "${EXERCISE_SOURCE}")
+    message(STATUS "cuda-streams: exercise ${chapter} skipped: ${EXERCISE_SOURCE} does not exist")
+    return()
+  endif()
+  set_property(DIRECTORY PROPERTY CUDA_STREAMS_EXERCISE_TESTS "")
+  # "student" (the exercise as built from EXERCISE_ROOT), and "solved" once a solution is built.
+  set(EXERCISE_VARIANTS student)
+  if(EXERCISE_SOURCE MATCHES "\\.py$")
+    if(NOT CUDA_STREAMS_EXERCISE_PYTHON)
+      find_program(CUDA_STREAMS_EXERCISE_PYTHON NAMES python3 python
+                   DOC "Python interpreter that runs the Python exercises")
+    endif()
+    if(NOT CUDA_STREAMS_EXERCISE_PYTHON)
+      message(STATUS "cuda-streams: exercise ${chapter} skipped: no python3 found")
+      return()
+    endif()
+    set(EXERCISE_SCRIPT ${EXERCISE_SOURCE})
+  else()
+    add_executable(${EXERCISE} ${EXERCISE_SOURCE})
+    target_link_libraries(${EXERCISE} PRIVATE cuda_streams::common ${CUDA_STREAMS_CHAPTER_LIBRARIES})
+    cuda_streams_warnings(${EXERCISE})
+  endif()
+  set(solutions_dir ${PROJECT_SOURCE_DIR}/solutions)
+  if(DEFINED CUDA_STREAMS_SOLUTIONS_DIR)
+    set(solutions_dir "${CUDA_STREAMS_SOLUTIONS_DIR}")
+  endif()
+  if(solutions_dir AND EXISTS ${solutions_dir}/${chapter}.cmake)
+    include(${solutions_dir}/${chapter}.cmake)  # exercise_solution(): appends "solved"
+  endif()
+  set(EXERCISE_TARGETS "")  # the executables, for the tests' own chapter_test() calls
+  if(TARGET ${EXERCISE})
+    list(APPEND EXERCISE_TARGETS ${EXERCISE})
+  endif()
+  if("solved" IN_LIST EXERCISE_VARIANTS AND TARGET ${EXERCISE}_solved)
+    list(APPEND EXERCISE_TARGETS ${EXERCISE}_solved)
+  endif()
+  if(TARGET ${EXERCISE})
+    chapter_test(NAME args.unknown_flag EXE ${EXERCISE} ARGS --no-such-flag EXIT 2
+                 MATCH "unknown flag '--no-such-flag'" LABELS args host)
+  endif()
+  include(${test_file})
   get_property(exercise_tests DIRECTORY PROPERTY CUDA_STREAMS_EXERCISE_TESTS)
   if(NOT exercise_tests)
-    message(FATAL_ERROR "${solution_file} registers no exercise_test(): the exercise would be "
+    message(FATAL_ERROR "${test_file} registers no exercise_test(): the exercise would be "
                         "built but never run")
   endif()
 endfunction()
 
 # exercise_solution(REPLACE old new [REPLACE old new ...])
 #
-# Writes the exercise's source with each `old` text replaced by `new` (each must occur) and
-# builds it as <chapter>_exercise_solved.
-# The texts travel as a CMake list, so neither may contain a ';': write a fix as a change
-# inside a statement (or join statements with the comma operator).
+# In CUDA_STREAMS_SOLUTIONS_DIR/<chapter>.cmake: writes the exercise's source with each `old`
+# text replaced by `new` (each must occur) and builds it as <chapter>_exercise_solved (a Python
+# exercise: writes exercise_solved.py, which the tests run). The texts travel as a CMake list, so
+# neither may contain a ';': write a fix as a change inside a statement (or join statements with
+# the comma operator).
 function(exercise_solution)
-  file(READ ${EXERCISE_SOURCE} text)
+  file(READ ${EXERCISE_GIVEN_SOURCE} text)
+  get_filename_component(source_name ${EXERCISE_GIVEN_SOURCE} NAME)
   set(rest ${ARGN})
   while(rest)
     list(LENGTH rest remaining)
@@ -135,30 +198,87 @@ function(exercise_solution)
     string(FIND "${text}" "${old}" found)
     if(found EQUAL -1)
       message(FATAL_ERROR "exercise_solution for ${EXERCISE}: the text to replace is not in "
-                          "exercise.cu any more:\n${old}")
+                          "${source_name} any more:\n${old}")
     endif()
     string(REPLACE "${old}" "${new}" text "${text}")
   endwhile()
-  set(solved ${CMAKE_CURRENT_BINARY_DIR}/exercise_solved.cu)
+  get_filename_component(extension ${EXERCISE_GIVEN_SOURCE} LAST_EXT)
+  set(solved ${CMAKE_CURRENT_BINARY_DIR}/${EXERCISE}_solved${extension})
   file(WRITE ${solved} "${text}")
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${EXERCISE_SOURCE})
-  add_executable(${EXERCISE}_solved ${solved})
-  target_link_libraries(${EXERCISE}_solved PRIVATE cuda_streams::common)
-  cuda_streams_warnings(${EXERCISE}_solved)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${EXERCISE_GIVEN_SOURCE})
+  if(extension STREQUAL ".py")
+    set(EXERCISE_SOLVED_SCRIPT ${solved} PARENT_SCOPE)
+  else()
+    add_executable(${EXERCISE}_solved ${solved})
+    target_link_libraries(${EXERCISE}_solved PRIVATE cuda_streams::common
+                          ${CUDA_STREAMS_CHAPTER_LIBRARIES})
+    cuda_streams_warnings(${EXERCISE}_solved)
+  endif()
+  set(EXERCISE_VARIANTS ${EXERCISE_VARIANTS} solved PARENT_SCOPE)
+endfunction()
+
+# The test name's prefix of a variant (student: <chapter>_exercise, solved:
+# <chapter>_exercise_solved) and the command that runs it.
+function(_cuda_streams_exercise_command out_prefix out_command variant)
+  set(suffix "")
+  set(script ${EXERCISE_SCRIPT})
+  if(variant STREQUAL "solved")
+    set(suffix _solved)
+    set(script ${EXERCISE_SOLVED_SCRIPT})
+  endif()
+  set(${out_prefix} ${EXERCISE}${suffix} PARENT_SCOPE)
+  if(EXERCISE_SCRIPT)
+    set(${out_command} ${CUDA_STREAMS_EXERCISE_PYTHON} ${script} PARENT_SCOPE)
+  else()
+    set(${out_command} $<TARGET_FILE:${EXERCISE}${suffix}> PARENT_SCOPE)
+  endif()
+endfunction()
+
+# One test of the exercise: NAME (e.g. exercise.two_streams), the variant (student or solved), the
+# exit codes, the regexes and labels: as chapter_test(), for a program or a Python script.
+function(_cuda_streams_exercise_add_test name variant)
+  cmake_parse_arguments(ARG "" "" "ARGS;EXIT;MATCH;NO_MATCH;ENV;LABELS" ${ARGN})
+  if(NOT DEFINED ARG_EXIT)
+    set(ARG_EXIT 0)
+  endif()
+  set(expect_args "")
+  foreach(code IN LISTS ARG_EXIT)
+    list(APPEND expect_args --exit ${code})
+  endforeach()
+  foreach(regex IN LISTS ARG_MATCH)
+    list(APPEND expect_args --match "${regex}")
+  endforeach()
+  foreach(regex IN LISTS ARG_NO_MATCH)
+    list(APPEND expect_args --no-match "${regex}")
+  endforeach()
+  _cuda_streams_exercise_command(prefix command ${variant})
+  set(test_name ${prefix}.${name})
+  add_test(NAME ${test_name} COMMAND bash ${CUDA_STREAMS_EXPECT_SCRIPT} ${expect_args} -- ${command} ${ARG_ARGS})
+  set_tests_properties(${test_name} PROPERTIES LABELS "${ARG_LABELS}" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  if(EXERCISE_SCRIPT)
+    list(APPEND ARG_ENV PYTHONUNBUFFERED=1)
+  endif()
+  if(ARG_ENV)
+    set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${ARG_ENV}")
+  endif()
+  if("timing" IN_LIST ARG_LABELS)
+    set_tests_properties(${test_name} PROPERTIES RUN_SERIAL TRUE)
+  endif()
 endfunction()
 
 # exercise_test([NAME name] [ARGS ...] [MATCH ...] [NO_MATCH ...] [ENV ...] [TIMING]
 #               FAILS_WITH check... [GIVEN_EXIT code])
 #
-# The test that a student's exercise must pass, registered for the exercise
-# (<chapter>_exercise.exercise[.name]: it fails until the exercise is fixed) and for the solved
-# build (<chapter>_exercise_solved.exercise[.name]: it must pass). FAILS_WITH (required) names
-# the check, or checks, that the exercise as given fails: <chapter>_exercise.exercise[.name].as_given
-# runs the unsolved exercise with the same ARGS and ENV and passes when it exits GIVEN_EXIT
-# (default 1) and prints `CHECK <check>: ... FAIL` for each of them, so that an exercise that
-# passes unsolved, or fails for another reason than its lesson, is noticed. It guards the
-# exercise as shipped: once a student has solved their copy it fails (students run
-# `ctest -R '<chapter>_exercise\.' -E as_given`). Labels: exercise, gpu, and timing with TIMING.
+# The test that a student's exercise must pass: <chapter>_exercise.exercise[.name], label
+# `exercise` (it fails until the exercise is fixed); where the solution is present, the same test
+# of the solved build, <chapter>_exercise_solved.exercise[.name], label `solved` (it must pass).
+# FAILS_WITH (required) names the check, or checks, that the exercise as given fails:
+# <chapter>_exercise.exercise[.name].as_given, label `as_given`, runs the exercise with the same
+# ARGS and ENV and passes when it exits GIVEN_EXIT (default 1) and prints
+# `CHECK <check>: ... FAIL` for each of them, so that an exercise that passes unsolved, or fails
+# for another reason than its lesson, is noticed. It guards the exercise as shipped: once a
+# student has solved their copy it fails (students run `ctest --preset exercises`, which selects
+# the label `exercise` only). Every one is labelled gpu too, and timing with TIMING.
 function(exercise_test)
   cmake_parse_arguments(ARG "TIMING" "NAME;GIVEN_EXIT" "ARGS;MATCH;NO_MATCH;ENV;FAILS_WITH" ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS)
@@ -175,9 +295,9 @@ function(exercise_test)
   if(NOT DEFINED ARG_GIVEN_EXIT)
     set(ARG_GIVEN_EXIT 1)
   endif()
-  set(labels exercise gpu)
+  set(extra_labels gpu)
   if(ARG_TIMING)
-    list(APPEND labels timing)
+    list(APPEND extra_labels timing)
   endif()
   set(given_match "")
   foreach(check IN LISTS ARG_FAILS_WITH)
@@ -186,13 +306,37 @@ function(exercise_test)
     endif()
     list(APPEND given_match "CHECK ${check}: .* FAIL")
   endforeach()
-  foreach(exe ${EXERCISE} ${EXERCISE}_solved)
-    chapter_test(NAME ${name} EXE ${exe} ARGS ${ARG_ARGS} MATCH ${ARG_MATCH} NO_MATCH ${ARG_NO_MATCH}
-                 ENV ${ARG_ENV} LABELS ${labels})
+  foreach(variant IN LISTS EXERCISE_VARIANTS)
+    set(label exercise)
+    if(variant STREQUAL "solved")
+      set(label solved)
+    endif()
+    _cuda_streams_exercise_add_test(${name} ${variant} ARGS ${ARG_ARGS} MATCH ${ARG_MATCH}
+                                    NO_MATCH ${ARG_NO_MATCH} ENV ${ARG_ENV}
+                                    LABELS ${label} ${extra_labels})
   endforeach()
-  chapter_test(NAME ${name}.as_given EXE ${EXERCISE} ARGS ${ARG_ARGS} EXIT ${ARG_GIVEN_EXIT}
-               MATCH ${given_match} ENV ${ARG_ENV} LABELS ${labels})
+  _cuda_streams_exercise_add_test(${name}.as_given student ARGS ${ARG_ARGS} EXIT ${ARG_GIVEN_EXIT}
+                                  MATCH ${given_match} ENV ${ARG_ENV}
+                                  LABELS as_given ${extra_labels})
   set_property(DIRECTORY APPEND PROPERTY CUDA_STREAMS_EXERCISE_TESTS ${name})
+endfunction()
+
+# exercise_args_test(NAME name ARGS ... [EXIT code] MATCH regex...)
+#
+# A bad command line of the exercise and of its solved build: <chapter>_exercise[_solved].NAME,
+# exit 2 (default) and MATCH, before any CUDA call. Labels: args, host.
+function(exercise_args_test)
+  cmake_parse_arguments(ARG "" "NAME" "ARGS;EXIT;MATCH" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS OR NOT ARG_NAME OR NOT ARG_MATCH)
+    message(FATAL_ERROR "exercise_args_test: needs NAME and MATCH (got: ${ARGN})")
+  endif()
+  if(NOT DEFINED ARG_EXIT)
+    set(ARG_EXIT 2)
+  endif()
+  foreach(variant IN LISTS EXERCISE_VARIANTS)
+    _cuda_streams_exercise_add_test(${ARG_NAME} ${variant} ARGS ${ARG_ARGS} EXIT ${ARG_EXIT}
+                                    MATCH ${ARG_MATCH} LABELS args host)
+  endforeach()
 endfunction()
 
 # chapter_test(NAME name [EXE target] [ARGS args...] [EXIT codes...] [MATCH regex...]

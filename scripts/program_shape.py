@@ -34,7 +34,10 @@ READING_MAX = 500  # targets of the reading path, reported by --reading-path, no
 READING_MIN_SHARE = 0.20
 HEADER_MAX = 200
 
-CALL = re.compile(r"\bcu(da)?[A-Z]\w*\s*\(|<<<")
+# CUDA runtime and driver calls, kernel launches, and the CUDA libraries' calls that take or
+# follow a stream (cuBLAS, cuRAND, cuFFT, Thrust's and CUB's algorithms).
+CALL = re.compile(r"\bcu(da)?[A-Z]\w*\s*\(|<<<|\b(cublas|curand|cufft)[A-Z]\w*\s*\(|"
+                  r"\b(thrust|cub)::\w+(::\w+)*\s*\(")
 TORCH_CALL = re.compile(
     r"\b(c10|at|torch)::cuda::|\bCUDA(Stream|StreamGuard|MultiStreamGuard|Event|Graph)\b|"
     r"\bwait_stream\s*\(|"

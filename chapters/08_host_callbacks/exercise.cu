@@ -11,10 +11,9 @@
 //   kernels, the worker or the checks, and make no CUDA call in the host function.
 //
 // Build, run and test
-//   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
-//   build/bin/08_host_callbacks_exercise
-//   ctest --preset default -R '08_host_callbacks_exercise\.exercise' -E as_given
-//   (-E as_given leaves out the instructors' test that this file, as handed out, fails)
+//   cmake --preset exercises && cmake --build --preset exercises
+//   build-exercises/bin/08_host_callbacks_exercise
+//   ctest --preset exercises -R '^08_host_callbacks_exercise\.'
 //
 // What it prints
 //   The order in which the batches reached the worker, an ASCII timeline (H = H2D, K = kernel,

@@ -10,10 +10,9 @@
 //   cycle, the kernel, the synchronization at the end of each step or the bar.
 //
 // Build, run and test
-//   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
-//   build/bin/10_stream_ordered_memory_exercise
-//   ctest --preset default -R '10_stream_ordered_memory_exercise\.exercise' -E as_given
-//   (-E as_given leaves out the instructors' test that this file, as handed out, fails)
+//   cmake --preset exercises && cmake --build --preset exercises
+//   build-exercises/bin/10_stream_ordered_memory_exercise
+//   ctest --preset exercises -R '^10_stream_ordered_memory_exercise\.'
 //
 // What it prints
 //   The median, minimum and maximum cost per cycle of the reference and of the step loop, what

@@ -12,10 +12,9 @@
 //   does not hang the program: after 2 s the host releases it and the program says so.
 //
 // Build, run and test
-//   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
-//   build/bin/12_beyond_priorities_exercise
-//   ctest --preset default -R '12_beyond_priorities_exercise\.exercise' -E as_given
-//   (-E as_given leaves out the instructors' test that this file, as handed out, fails)
+//   cmake --preset exercises && cmake --build --preset exercises
+//   build-exercises/bin/12_beyond_priorities_exercise
+//   ctest --preset exercises -R '^12_beyond_priorities_exercise\.'
 //
 // It needs a driver with stream memory operations: where the driver is older than CUDA 11.7, lacks
 // the functions or answers CUDA_ERROR_NOT_SUPPORTED, it says SKIP: and exits 77; any other error

@@ -9,10 +9,9 @@
 //   TODO(exercise) is where to look. Do not change the producer, the launch or the check.
 //
 // Build, run and test
-//   cmake --preset default -DCUDA_STREAMS_EXERCISES=ON && cmake --build --preset default
-//   build/bin/13_dependent_launch_and_graphs_exercise
-//   ctest --preset default -R '13_dependent_launch_and_graphs_exercise\.exercise' -E as_given
-//   (-E as_given leaves out the instructors' test that this file, as handed out, fails)
+//   cmake --preset exercises && cmake --build --preset exercises
+//   build-exercises/bin/13_dependent_launch_and_graphs_exercise
+//   ctest --preset exercises -R '^13_dependent_launch_and_graphs_exercise\.'
 //
 // It needs compute capability 9.0 (Hopper) or newer; elsewhere it says SKIP: and exits 77. Built
 // without compute_90 code (nvcc with no -arch, or CMake for older architectures only), it fails

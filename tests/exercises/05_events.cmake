@@ -1,11 +1,7 @@
-# Exercise of chapter 05: the consumer in stream B does not wait for the slow producer in stream
-# A; the fix makes B wait on the GPU for the event recorded after the producer. exercise_solution()
-# passes its texts through a CMake list, so they contain no ';': the wait joins the record's
-# statement through the comma operator.
-exercise_solution(
-  REPLACE [[CS_CHECK(cudaEventRecord(produced, producer_stream))]]
-          [[CS_CHECK(cudaEventRecord(produced, producer_stream)),
-        CS_CHECK(cudaStreamWaitEvent(consumer_stream, produced, 0))]])
+# The tests of chapter 05's exercise, chapters/05_events/exercise.cu: what a student's
+# program must print (exercise_test(), label exercise), what the exercise as handed out fails
+# (FAILS_WITH, label as_given) and its bad command lines. They run the solved build too where
+# the instructor's solutions/05_events.cmake is present (label solved).
 
 # 8 rounds of 1 Mi values behind a 30 ms producer: without the wait every value is stale; with a
 # host-side wait the round takes 30 ms to issue (bar: at most 0.5 of the producer's delay).
@@ -15,12 +11,12 @@ exercise_test(TIMING FAILS_WITH consumer_results
                     "All [1-9][0-9]* checks passed"
               NO_MATCH "FAIL")
 
-foreach(exe IN ITEMS ${EXERCISE} ${EXERCISE}_solved)
+foreach(exe IN LISTS EXERCISE_TARGETS)
   chapter_test(NAME args.rounds_zero EXE ${exe} ARGS --rounds 0 EXIT 2
-               MATCH "--rounds expects an integer from 1 to 50, got '0'" LABELS args host exercise)
+               MATCH "--rounds expects an integer from 1 to 50, got '0'" LABELS args host)
   chapter_test(NAME args.elements_too_big EXE ${exe} ARGS --elements 17M EXIT 2
-               MATCH "--elements expects .*got '17M'" LABELS args host exercise)
+               MATCH "--elements expects .*got '17M'" LABELS args host)
   chapter_test(NAME args.producer_ms_text EXE ${exe} ARGS --producer-ms slow EXIT 2
                MATCH "--producer-ms expects an integer from 5 to 200, got 'slow'"
-               LABELS args host exercise)
+               LABELS args host)
 endforeach()

@@ -1,11 +1,7 @@
-# Exercise of chapter 06: the split job hard-codes the seed's two devices and creates every
-# slice's stream and memory with the home device current; the fix splits over every device of the
-# machine and creates each slice's resources on its own device. exercise_solution() passes its
-# texts through a CMake list, so they contain no ';'.
-exercise_solution(
-  REPLACE [[const std::vector<int> devices = {home, home + 1}]]
-          [[const std::vector<int> devices = machine_devices(home)]]
-  REPLACE [[CurrentDevice scope(home)]] [[CurrentDevice scope(slice.device)]])
+# The tests of chapter 06's exercise, chapters/06_multi_device/exercise.cu: what a student's
+# program must print (exercise_test(), label exercise), what the exercise as handed out fails
+# (FAILS_WITH, label as_given) and its bad command lines. They run the solved build too where
+# the instructor's solutions/06_multi_device.cmake is present (label solved).
 
 # On one GPU the exercise as given splits over a device the machine does not have: it says
 # "SKIP: needs 2 devices (this machine has 1)" (cudaGetDeviceCount) and exits 77, so both its tests
@@ -20,10 +16,10 @@ exercise_test(FAILS_WITH memory_placement stream_placement
                     "All [1-9][0-9]* checks passed"
               NO_MATCH "FAIL")
 
-foreach(exe IN ITEMS ${EXERCISE} ${EXERCISE}_solved)
+foreach(exe IN LISTS EXERCISE_TARGETS)
   chapter_test(NAME args.elements_zero EXE ${exe} ARGS --elements 0 EXIT 2
-               MATCH "--elements expects .*got '0'" LABELS args host exercise)
+               MATCH "--elements expects .*got '0'" LABELS args host)
   chapter_test(NAME args.steps_too_big EXE ${exe} ARGS --steps 100001 EXIT 2
                MATCH "--steps expects an integer from 1 to 100000, got '100001'"
-               LABELS args host exercise)
+               LABELS args host)
 endforeach()

@@ -1,8 +1,7 @@
-# Exercise of chapter 12: stream A waits on a flag for a value it already holds, so its consumer
-# reads before stream B's producer wrote; the fix waits for the value B writes after its producer.
-exercise_solution(
-  REPLACE [=[const cuuint32_t ready = round;]=]
-          [=[const cuuint32_t ready = round + 1;]=])
+# The tests of chapter 12's exercise, chapters/12_beyond_priorities/exercise.cu: what a student's
+# program must print (exercise_test(), label exercise), what the exercise as handed out fails
+# (FAILS_WITH, label as_given) and its bad command lines. They run the solved build too where
+# the instructor's solutions/12_beyond_priorities.cmake is present (label solved).
 
 # 4 rounds of 1024 values behind a 5 ms producer: let through early, every value is wrong.
 exercise_test(FAILS_WITH consumer_results
@@ -11,7 +10,7 @@ exercise_test(FAILS_WITH consumer_results
                     "All [1-9][0-9]* checks passed"
               NO_MATCH "FAIL")
 
-foreach(exe IN ITEMS ${EXERCISE} ${EXERCISE}_solved)
+foreach(exe IN LISTS EXERCISE_TARGETS)
   chapter_test(NAME args.rounds_zero EXE ${exe} ARGS --rounds 0 EXIT 2
-               MATCH "--rounds expects an integer from 1 to 50, got '0'" LABELS args host exercise)
+               MATCH "--rounds expects an integer from 1 to 50, got '0'" LABELS args host)
 endforeach()

@@ -1,0 +1,211 @@
+// Chapter 14's machinery: its flags, the status check of the libraries' calls, the test data
+// and its CPU references (sampled GEMM entries, a DFT of a few points), and the printed tables.
+// None of it is the lesson; a reader may skip this file. Every library call the chapter teaches
+// (cublasSetStream, curandSetStream, thrust::cuda::par_nosync, cub::DeviceReduce::Sum,
+// cufftSetStream, the capture) is written out in libraries_on_streams.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cuda_streams.hpp"
+
+namespace libraries_on_streams_lab {
+
+// The chapter's flags, with their defaults.
+struct Flags {
+  int streams = 4;         // part cublas
+  int size = 512;          // GEMMs of size x size x size (parts cublas, shared_handle, capture)
+  int gemms = 8;           // GEMMs per stream (parts cublas, shared_handle)
+  int elements = 1 << 20;  // parts curand, thrust, cub, capture
+  int fft_size = 1024;     // part cufft
+  int chunks = 8;          // part cufft
+  int replays = 20;        // part capture
+  bool broken = false;     // every library on the wrong stream or policy
+  bool fixed = false;      // leave out the runs that show a bug on purpose
+};
+
+inline void add_flags(cs::Options& options, Flags* f) {
+  options.add_int("streams", &f->streams, 2, 8, "streams, one cuBLAS handle each (part cublas)");
+  options.add_int("size", &f->size, 128, 512, "n of the n x n x n SGEMMs");
+  options.add_int("gemms", &f->gemms, 1, 32, "SGEMMs per stream (parts cublas, shared_handle)");
+  options.add_int(
+      "elements", &f->elements, 2, 1 << 22,
+      "values generated, transformed, sorted and summed (curand, thrust, cub, capture)");
+  options.add_int("fft-size", &f->fft_size, 8, 16384, "points per FFT (part cufft)");
+  options.add_int("chunks", &f->chunks, 4, 32, "chunks of 2 MiB, copied in and out (part cufft)");
+  options.add_int("replays", &f->replays, 1, 100, "graph replays (part capture)");
+  options.add_flag("broken", &f->broken,
+                   "the bugs: handles and plans on one stream, par for par_nosync, cudaMalloc for "
+                   "CUB's storage (parts cublas, thrust, cub, cufft)");
+  options.add_flag("fixed", &f->fixed,
+                   "leave out the race of part curand and the refused capture of part capture");
+}
+
+// cuBLAS, cuRAND and cuFFT return their own status enums, each with 0 for success.
+inline void check_status(int status, const char* call, const char* file, int line) {
+  if (status == 0) return;
+  std::fprintf(stderr, "%s:%d: %s failed with status %d\n", file, line, call, status);
+  std::exit(1);
+}
+#define LIB_CHECK(call) \
+  ::libraries_on_streams_lab::check_status(static_cast<int>(call), #call, __FILE__, __LINE__)
+
+// A GEMM's operands: A and B hold small integers, so every product and sum is exact in FP32
+// (and in TF32), and `outputs` result matrices C. The reference is sampled: 4 entries per row.
+struct Gemm {
+  int n = 0;
+  std::vector<float> a, b;
+  float *da = nullptr, *db = nullptr;
+  std::vector<float*> dc;
+  Gemm(int size, int outputs) : n(size), a(std::size_t(size) * size), b(a.size()), dc(outputs) {
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(int(i * 7 % 5) - 2);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(int(i * 3 % 7) - 3);
+    CS_CHECK(cudaMalloc(&da, a.size() * sizeof(float)));
+    CS_CHECK(cudaMalloc(&db, b.size() * sizeof(float)));
+    CS_CHECK(cudaMemcpy(da, a.data(), a.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CS_CHECK(cudaMemcpy(db, b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice));
+    for (float*& c : dc) {
+      CS_CHECK(cudaMalloc(&c, a.size() * sizeof(float)));
+      CS_CHECK(cudaMemset(c, 0, a.size() * sizeof(float)));
+    }
+  }
+  ~Gemm() {
+    for (float* p : dc) CS_CHECK(cudaFree(p));
+    for (float* p : {da, db}) CS_CHECK(cudaFree(p));
+  }
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+  // The sampled entries of result `out` (column-major, as cuBLAS stores it) and the CPU's.
+  cs::Comparison compare(int out) const {
+    std::vector<float> c(a.size()), got, want;
+    CS_CHECK(cudaMemcpy(c.data(), dc[out], c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; ++i) {
+      for (int t = 0; t < 4; ++t) {
+        const int j = (i * 13 + t * n / 4) % n;
+        float sum = 0;
+        for (int k = 0; k < n; ++k) sum += a[i + std::size_t(k) * n] * b[k + std::size_t(j) * n];
+        want.push_back(sum);
+        got.push_back(c[i + std::size_t(j) * n]);
+      }
+    }
+    return cs::compare(got.data(), want.data(), got.size());
+  }
+};
+
+// The host's median time inside `call` over `repeats` runs: `before` runs ahead of each (a
+// producer, say), `after` once it is timed (a synchronization).
+template <class Before, class Call, class After>
+double host_ms(int repeats, Before&& before, Call&& call, After&& after) {
+  std::vector<double> samples;
+  for (int r = 0; r < repeats; ++r) {
+    before();
+    const double begin = cs::host_now_ms();
+    call();
+    samples.push_back(cs::host_now_ms() - begin);
+    after();
+  }
+  return cs::median(samples);
+}
+
+inline void print_gemm_table(const Flags& f, double one_ms, double many_ms, double gemm_us,
+                             double issue_us) {
+  std::printf(
+      "%d x %d SGEMMs of %d x %d, medians:\n   one handle, one stream %24s\n   %-46s %s\n"
+      "   one GEMM runs %.1f us alone; the host issues one in %.1f us\n",
+      f.streams, f.gemms, f.size, f.size, cs::format_ms(one_ms).c_str(),
+      f.broken ? "a handle per stream, none given its stream" : "a handle per stream",
+      cs::format_ms(many_ms).c_str(), gemm_us, issue_us);
+}
+
+// Why part cublas's speedup cannot show here, or "".
+inline std::string gemm_skip(const Flags& f, const cs::LaunchEnvironment& env, bool concurrent,
+                             double gemm_us, double issue_us) {
+  if (env.max_connections < f.streams) {
+    return cs::format(
+        "CUDA_DEVICE_MAX_CONNECTIONS=%d: %d streams share the hardware queues, "
+        "where a GEMM waiting for its stream holds up the others",
+        env.max_connections, f.streams);
+  }
+  if (!concurrent) return "the device runs one kernel at a time (concurrentKernels = 0)";
+  if (gemm_us < 2 * issue_us) {
+    return cs::format("a GEMM runs %.1f us, issuing one takes %.1f us: the host sets the pace",
+                      gemm_us, issue_us);
+  }
+  return "";
+}
+
+// Why part curand's race cannot show here, or "".
+inline std::string race_skip(const Flags& f, const cs::LaunchEnvironment& env) {
+  if (f.fixed) return "--fixed was given";
+  if (env.launch_blocking) {
+    return "CUDA_LAUNCH_BLOCKING=1: the generator was done before the consumer launched";
+  }
+  if (env.max_connections < 2) {
+    return "CUDA_DEVICE_MAX_CONNECTIONS=1: the consumer queues behind the generator";
+  }
+  return "";
+}
+
+// Why part cufft's overlap cannot show here, or "".
+inline std::string fft_skip(const cs::LaunchEnvironment& env, int copy_engines) {
+  if (env.max_connections < 2) return "CUDA_DEVICE_MAX_CONNECTIONS=1: both streams share a queue";
+  return copy_engines < 2 ? "one copy engine: copies in and out take turns" : "";
+}
+
+inline void print_blocked(int n, const char* other, const std::vector<double>& par,
+                          const std::vector<double>& nosync) {
+  std::printf(
+      "Host time inside each call on %d elements, a producer ahead in the stream:\n"
+      "   %-12s %14s %14s   ratio\n",
+      n, "", "par.on(s)", other);
+  const char* names[] = {"transform", "sort", "reduce"};
+  for (int i = 0; i < 3; ++i) {
+    std::printf("   %-12s %14s %14s   %.3fx\n", names[i], cs::format_ms(par[i]).c_str(),
+                cs::format_ms(nosync[i]).c_str(), nosync[i] / std::max(par[i], 1e-9));
+  }
+}
+
+// Part thrust's and part capture's transform: 3x + 1.
+inline unsigned affine(unsigned x) {
+  return 3u * x + 1u;
+}
+
+// Compares `count` values of device array `device` with `want`, adding to `all`.
+template <class T>
+void compare_device(cs::Comparison& all, const T* device, const std::vector<T>& want) {
+  std::vector<T> got(want.size());
+  CS_CHECK(cudaMemcpy(got.data(), device, want.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  cs::accumulate(all, cs::compare(got.data(), want.data(), want.size()));
+}
+
+// Part cufft's input: a signal in [-1, 1], real (imaginary parts 0).
+inline float signal(std::size_t i) {
+  return static_cast<float>(std::sin(0.37 * double(i % 9973)));
+}
+
+// Part cufft's results at 4 frequencies of 3 transforms against a CPU DFT of those points.
+inline void verify_fft(const float2* out, int fft_size, std::size_t transforms) {
+  std::vector<double> got, want;
+  const double pi = std::acos(-1.0);
+  for (std::size_t t : {std::size_t(0), transforms / 2, transforms - 1}) {
+    for (int k : {0, 1, fft_size / 2, fft_size - 1}) {
+      std::complex<double> sum = 0;
+      for (int x = 0; x < fft_size; ++x) {
+        sum += double(signal(t * fft_size + x)) * std::polar(1.0, -2.0 * pi * k * x / fft_size);
+      }
+      got.insert(got.end(), {out[t * fft_size + k].x, out[t * fft_size + k].y});
+      want.insert(want.end(), {sum.real(), sum.imag()});
+    }
+  }
+  cs::verify("fft_points", got, want, 1e-3);
+}
+
+}  // namespace libraries_on_streams_lab
