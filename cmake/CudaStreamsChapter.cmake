@@ -1,15 +1,17 @@
 # cuda_streams_chapter(): adds the chapter whose folder calls it.
 #
-#   cuda_streams_chapter([SOURCE file.cu]
+#   cuda_streams_chapter([SOURCE file.cu] [MIN_TOOLKIT version]
 #                        [VARIANT suffix VARIANT_FLAGS nvcc-flags...]
 #                        [LIBRARIES targets...])
 #
 # The folder's name (NN_topic) names the executable, which goes to
 # <build>/bin/NN_topic. SOURCE defaults to <topic>.cu. VARIANT builds the same
 # source a second time as NN_topic_<suffix> with extra nvcc flags (chapter 02's
-# --default-stream per-thread build). LIBRARIES are linked into every executable of
-# the chapter, its exercise and the exercise's solution (chapter 14: CUDA::cublas,
-# CUDA::curand, CUDA::cufft from find_package(CUDAToolkit)). The chapter's tests are declared in
+# --default-stream per-thread build). MIN_TOOLKIT leaves the chapter out, saying
+# why, where the CUDA Toolkit is older (chapter 13: 12.3). LIBRARIES are linked
+# into every executable of the chapter, its exercise and the exercise's solution
+# (chapter 14: CUDA::cublas, CUDA::curand, CUDA::cufft from
+# find_package(CUDAToolkit)). The chapter's tests are declared in
 # tests/chapters/NN_topic.cmake with chapter_test(); every executable also gets
 # the two argument tests that run without a GPU (an unknown flag exits 2, --help
 # exits 0). The README and the source become pages of the documentation.
@@ -30,7 +32,7 @@ function(cuda_streams_register_chapter chapter source)
 endfunction()
 
 function(cuda_streams_chapter)
-  cmake_parse_arguments(ARG "" "SOURCE;VARIANT" "VARIANT_FLAGS;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "" "SOURCE;VARIANT;MIN_TOOLKIT" "VARIANT_FLAGS;LIBRARIES" ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "cuda_streams_chapter: unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -38,6 +40,14 @@ function(cuda_streams_chapter)
   string(REGEX REPLACE "^[0-9][0-9]_" "" topic ${chapter})
   if(NOT ARG_SOURCE)
     set(ARG_SOURCE ${topic}.cu)
+  endif()
+  # A chapter whose program uses types a toolkit does not have yet is left out, saying why,
+  # rather than failing the build of every chapter.
+  if(ARG_MIN_TOOLKIT AND CUDAToolkit_VERSION VERSION_LESS ARG_MIN_TOOLKIT)
+    message(STATUS "cuda-streams: chapter ${chapter} skipped: it needs CUDA Toolkit "
+                   "${ARG_MIN_TOOLKIT} or newer to compile; this one is ${CUDAToolkit_VERSION}")
+    cuda_streams_register_chapter(${chapter} ${ARG_SOURCE})
+    return()
   endif()
 
   set(executables ${chapter})
