@@ -134,6 +134,16 @@ chapter_test(NAME extremes.max_kernel_ms LABELS gpu timing
              ARGS --kernel-ms 20 --kernels 2 --threads 2 --streams 2 --repeats 1 --matrix 16
              MATCH "CHECK stream0_serializes_blocking_streams: .* PASS"
                    "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
+chapter_test(NAME extremes.max_kernel_ms EXE ${ch02_per_thread} LABELS gpu timing
+             ARGS --kernel-ms 20 --kernels 2 --threads 2 --streams 2 --repeats 1 --matrix 16
+             MATCH "CHECK stream0_does_not_serialize: .* PASS"
+                   "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
+# The most repeats, on the quickest part that times something.
+foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
+  chapter_test(NAME extremes.repeats_max EXE ${exe} LABELS gpu timing ARGS --part seed_mm --repeats 50
+               MATCH "CHECK seed_mm_two_streams: .* PASS" "All [1-9][0-9]* checks passed"
+               NO_MATCH "FAIL")
+endforeach()
 
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on a small, quick run.
 foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
