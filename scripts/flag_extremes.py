@@ -15,6 +15,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from try_under_settings import program_command  # noqa: E402  (the test's program and its arguments)
+
 FLAG = re.compile(
     r"^  --([a-z-]+) (?:N|X|N\[K\|M\|G\]) .*?(?:an integer in|a whole number in|a number in \[)"
     r" ?(-?[\d.]+)(?:\.\.|, )(-?[\d.]+)\]?.*?\(default: (-?[\d.]+)\)", re.M)
@@ -30,12 +33,6 @@ def number(text):
 
 def same(a, b):
     return number(a) is not None and number(a) == number(b)
-
-
-def program_args(test):
-    """The program and its arguments: what follows tests/expect.sh's `--`."""
-    command = test.get("command") or []
-    return command[command.index("--") + 1:] if "--" in command else command
 
 
 def main():
@@ -55,7 +52,7 @@ def main():
     for name in programs:
         help_text = subprocess.run([os.path.join(bindir, name), "--help"], capture_output=True,
                                    text=True).stdout
-        runs = [a for a in map(program_args, tests) if a and os.path.basename(a[0]) == name]
+        runs = [a for a in map(program_command, tests) if a and os.path.basename(a[0]) == name]
         for flag, low, high, default in FLAG.findall(help_text):
             if flag == "device":
                 continue
