@@ -364,6 +364,12 @@ function(chapter_test)
   if(NOT "gpu" IN_LIST ARG_LABELS AND NOT "host" IN_LIST ARG_LABELS AND NOT "args" IN_LIST ARG_LABELS)
     message(FATAL_ERROR "chapter_test ${ARG_NAME}: LABELS must include gpu, host or args")
   endif()
+  # The variations: each command a lesson suggests (try.*) and each flag at its extremes
+  # (extremes.*, extreme.*) carry the label `extended`, which `ctest --preset extended` runs and
+  # the quicker default preset leaves out.
+  if(ARG_NAME MATCHES "^(try|extremes?)\\.")
+    list(APPEND ARG_LABELS extended)
+  endif()
   _cuda_streams_expect_args(expect_args)
   set(test_name ${ARG_EXE}.${ARG_NAME})
   add_test(NAME ${test_name}

@@ -100,7 +100,7 @@ void part_cublas(const lab::Flags& f, const cudaDeviceProp& prop, const cs::Laun
   cs::Comparison results;
   for (int i = 0; i < f.streams; ++i) cs::accumulate(results, gemm.compare(i));
   cs::report_comparison("gemm_results", results);
-  // A 512 x 512 GEMM leaves SMs free: GEMMs in their own streams run side by side, >= 1.3x.
+  // A 1024 x 1024 GEMM leaves SMs free: GEMMs in their own streams run side by side, >= 1.3x.
   constexpr double kSpeedupMin = 1.3;
   cs::check_or_skip(
       cs::first_reason({timing, lab::gemm_skip(f, env, prop.concurrentKernels, gemm_us, issue_us)}),

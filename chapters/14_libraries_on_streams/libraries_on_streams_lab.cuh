@@ -22,7 +22,7 @@ namespace libraries_on_streams_lab {
 // The chapter's flags, with their defaults.
 struct Flags {
   int streams = 4;         // part cublas
-  int size = 512;          // GEMMs of size x size x size (parts cublas, shared_handle, capture)
+  int size = 1024;         // GEMMs of size x size x size (parts cublas, shared_handle, capture)
   int gemms = 8;           // GEMMs per stream (parts cublas, shared_handle)
   int elements = 1 << 20;  // parts curand, thrust, cub, capture
   int fft_size = 1024;     // part cufft
@@ -34,7 +34,7 @@ struct Flags {
 
 inline void add_flags(cs::Options& options, Flags* f) {
   options.add_int("streams", &f->streams, 2, 8, "streams, one cuBLAS handle each (part cublas)");
-  options.add_int("size", &f->size, 128, 512, "n of the n x n x n SGEMMs");
+  options.add_int("size", &f->size, 128, 1024, "n of the n x n x n SGEMMs");
   options.add_int("gemms", &f->gemms, 1, 32, "SGEMMs per stream (parts cublas, shared_handle)");
   options.add_int(
       "elements", &f->elements, 2, 1 << 22,

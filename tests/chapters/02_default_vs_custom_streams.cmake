@@ -14,36 +14,28 @@ foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
                      "All [1-9][0-9]* checks passed")
 endforeach()
 
-# Timing, legacy build: stream 0 is the legacy default stream.
-chapter_test(NAME timing.concurrency ARGS --part concurrency LABELS gpu timing
-             MATCH "CHECK concurrency_speedup: .* PASS")
-chapter_test(NAME timing.legacy ARGS --part legacy LABELS gpu timing
-             MATCH "CHECK stream0_serializes_blocking_streams: .* PASS"
-                   "CHECK cudaStreamLegacy_serializes: .* PASS"
-                   "CHECK cudaStreamPerThread_does_not_serialize: .* PASS")
-chapter_test(NAME timing.threads ARGS --part threads LABELS gpu timing
-             MATCH "CHECK threads_share_the_legacy_stream: .* PASS")
-# The seed part became two parts, seed_mm and seed_sync: one timing test each.
-chapter_test(NAME timing.seed_mm ARGS --part seed_mm LABELS gpu timing
-             MATCH "CHECK seed_mm_two_streams: .* PASS")
-chapter_test(NAME timing.seed ARGS --part seed_sync LABELS gpu timing
-             MATCH "CHECK seed_sync_inside_is_serial: .* PASS"
-                   "CHECK seed_sync_once_overlaps: .* PASS")
-
-# Timing, per-thread build: stream 0 is each host thread's own stream.
-chapter_test(NAME timing.concurrency EXE ${ch02_per_thread} ARGS --part concurrency
-             LABELS gpu timing MATCH "CHECK concurrency_speedup: .* PASS")
-chapter_test(NAME timing.legacy EXE ${ch02_per_thread} ARGS --part legacy LABELS gpu timing
-             MATCH "CHECK stream0_does_not_serialize: .* PASS"
-                   "CHECK cudaStreamLegacy_serializes: .* PASS"
-                   "CHECK cudaStreamPerThread_does_not_serialize: .* PASS")
-chapter_test(NAME timing.threads EXE ${ch02_per_thread} ARGS --part threads LABELS gpu timing
-             MATCH "CHECK threads_run_concurrently: .* PASS")
-chapter_test(NAME timing.seed_mm EXE ${ch02_per_thread} ARGS --part seed_mm LABELS gpu timing
-             MATCH "CHECK seed_mm_two_streams: .* PASS")
-chapter_test(NAME timing.seed EXE ${ch02_per_thread} ARGS --part seed_sync LABELS gpu timing
-             MATCH "CHECK seed_sync_inside_is_serial: .* PASS"
-                   "CHECK seed_sync_once_overlaps: .* PASS")
+# One test per part, in each build: the part alone, with the timed checks that prove its lesson.
+# Stream 0 is the legacy default stream in the first build and each host thread's own stream in
+# the per-thread build, so parts legacy and threads prove opposite things in the two.
+set(ch02_streams_both "CHECK cudaStreamLegacy_serializes: .* PASS"
+                      "CHECK cudaStreamPerThread_does_not_serialize: .* PASS")
+set(ch02_${ch02_legacy}_legacy "CHECK stream0_serializes_blocking_streams: .* PASS" ${ch02_streams_both})
+set(ch02_${ch02_per_thread}_legacy "CHECK stream0_does_not_serialize: .* PASS" ${ch02_streams_both})
+set(ch02_${ch02_legacy}_threads "CHECK threads_share_the_legacy_stream: .* PASS")
+set(ch02_${ch02_per_thread}_threads "CHECK threads_run_concurrently: .* PASS")
+foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
+  set(ch02_${exe}_concurrency "CHECK concurrency_speedup: .* PASS")
+  set(ch02_${exe}_connections "CHECK (false_dependencies|depth_first_within_ideal): .* PASS")
+  set(ch02_${exe}_seed_mm "CHECK seed_mm_two_streams: .* PASS")
+  set(ch02_${exe}_seed_sync "CHECK seed_sync_inside_is_serial: .* PASS"
+                            "CHECK seed_sync_once_overlaps: .* PASS")
+  foreach(part IN ITEMS concurrency legacy threads connections seed_mm seed_sync)
+    chapter_test(NAME part.${part} EXE ${exe} ARGS --part ${part} LABELS gpu timing
+                 MATCH "== Part [1-6] of 6: ${part}:" ${ch02_${exe}_${part}}
+                       "All [1-9][0-9]* checks passed"
+                 NO_MATCH "FAIL")
+  endforeach()
+endforeach()
 
 # Hardware queues: the variable must be in the environment before the program starts.
 foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
@@ -58,15 +50,11 @@ foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
                      "CHECK breadth_first_within_ideal: .* PASS")
 endforeach()
 
-# The lesson: the whole program, and each part alone, in both builds.
+# The lesson: the whole program, in both builds.
 foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
   chapter_test(NAME lesson EXE ${exe} LABELS gpu timing
                MATCH "== Part 6 of 6: seed_sync" "What stream 0 means in this build"
                      "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
-  foreach(part IN ITEMS concurrency legacy threads connections seed_mm seed_sync)
-    chapter_test(NAME part.${part} EXE ${exe} ARGS --part ${part} LABELS gpu timing
-                 MATCH "== Part [1-6] of 6: ${part}:" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
-  endforeach()
   # CUDA_LAUNCH_BLOCKING=1: one host thread cannot overlap streams; the overlap checks skip with
   # the reason, and the program says what it changed. 8 streams in part connections: each of its
   # launches now waits for its kernel, so 32 streams would take 32 x 8 kernel times per layout.

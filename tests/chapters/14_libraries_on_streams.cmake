@@ -117,7 +117,7 @@ chapter_test(NAME args.broken_and_fixed LABELS args host ARGS --broken --fixed E
              MATCH "--broken and --fixed exclude each other" NO_MATCH "Device [0-9]")
 
 # Every integer flag: below its minimum, negative, not a number, too big.
-chapter_integer_flags(streams:2:8 size:128:512 gemms:1:32 elements:2:4194304 fft-size:8:16384
+chapter_integer_flags(streams:2:8 size:128:1024 gemms:1:32 elements:2:4194304 fft-size:8:16384
                       chunks:4:32 replays:1:100)
 
 # Every flag at its minimum and at its maximum: results at every size (no timing at the minima,
@@ -130,7 +130,7 @@ chapter_test(NAME extremes.min LABELS gpu
                    "CHECK unordered_consumer_is_stale: .* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME extremes.max LABELS gpu timing
-             ARGS --streams 8 --size 512 --gemms 32 --elements 4194304 --fft-size 16384 --chunks 32
+             ARGS --streams 8 --size 1024 --gemms 32 --elements 4194304 --fft-size 16384 --chunks 32
                   --replays 100
              MATCH "CHECK gemm_concurrency: .* PASS" "CHECK thrust_results: 0 of"
                    "CHECK fft_overlap: .* PASS" "All [1-9][0-9]* checks passed"
