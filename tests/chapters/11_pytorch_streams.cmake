@@ -142,6 +142,13 @@ if(TARGET ${CHAPTER})
                MATCH "CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\) wrote it.* PASS"
                      "CHECK fixed_normal_sum: .* PASS" "All [1-9][0-9]* checks passed"
                NO_MATCH "FAIL")
+  chapter_test(NAME extremes.repeats_max LABELS gpu timing ARGS --part serialize --repeats 100
+               --spin-ms 1
+               MATCH "== Part 3 of 9: serialize" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
+  chapter_test(NAME extremes.replays_max LABELS gpu timing ARGS --part capture --replays 10000
+               MATCH "CHECK graph_replay_matches_eager: 0 of 16384 values differ"
+                     "CHECK graph_replay_speedup: .* PASS" "All [1-9][0-9]* checks passed"
+               NO_MATCH "FAIL")
   chapter_test(NAME args.part_nosuch LABELS args host ARGS --part nosuch EXIT 2
                MATCH "--part expects one of all, streams, seeds, serialize, matmul, race, record, priorities, devices, capture")
   chapter_bad_values(FLAG replays CASES zero=0 text=many too_big=10001

@@ -6,8 +6,9 @@
 #
 # handout: scripts/make_handout.sh writes a handout in which check_no_solution.py finds no solution
 #          (and the solved tree, in which it must find them); the handout configures with its
-#          exercises preset, builds chapter 01's exercise, registers no solved test, and its tests
-#          pass or skip; its build holds no solution either.
+#          exercises preset, builds chapter 01's exercise, registers no solved test, and its
+#          exercise fails as given (exercises-check: passes on a GPU, skips without); its build
+#          holds no solution either.
 # grade:   scripts/grade.sh gives the handout 0 (chapters 01 and 11); a student's exercise.py that
 #          fails a check is reported failed with that check's name, one that prints what the
 #          tests ask for is reported passed: a student's tests/ do not count.
@@ -53,7 +54,10 @@ case "$mode" in
     [ "${solved:-0}" -eq 0 ] || fail "the handout registers $solved solved tests"
     given=$(ctest --test-dir build-exercises -N -L as_given -R '^01_' | sed -n 's/^Total Tests: //p')
     [ "${given:-0}" -eq 2 ] || fail "the handout registers ${given:-0} as_given tests of 01, not 2"
-    ctest --preset exercises -R '^01_launch_config_exercise\.' || fail "ctest --preset exercises failed"
+    # The exercise as given fails its tests, naming the check (the as_given tests pass on a GPU
+    # and skip without one); the students' own tests fail on a GPU until it is solved.
+    ctest --preset exercises-check -R '^01_launch_config_exercise\.' ||
+      fail "ctest --preset exercises-check failed: the exercise as given does not fail as its lesson says"
     ctest --test-dir build-exercises -L args -R '^01_launch_config_exercise' ||
       fail "the exercise's argument tests failed"
     cd ..
