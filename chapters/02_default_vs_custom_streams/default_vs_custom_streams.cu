@@ -1,21 +1,12 @@
 // Chapter 02: the default stream and created streams.
 //
-// What it teaches
-//   "The default stream executes kernels serially; streams let kernels run at the same time."
-//   It measures that sentence and the rules behind it, one part each: concurrency, legacy, threads
-//   (per-thread default streams), connections (hardware queues), the seed's seed_mm and seed_sync.
-//
-// Build and run
-//   cmake --preset default && cmake --build --preset default
-//   build/bin/02_default_vs_custom_streams and build/bin/02_default_vs_custom_streams_per_thread
-//   nvcc -std=c++17 -arch=native -Icommon/include common/src/*.cpp -o 02_default_vs_custom_streams
-//        chapters/02_default_vs_custom_streams/default_vs_custom_streams.cu     (one line; add
-//        --default-stream per-thread for the second build)
-//   --part NAME runs one part; --help lists the parts and the flags.
-//
-// What to expect
-//   Per part: median times, the lesson's ratio in a CHECK line beside its bar, and a timeline;
-//   then what stream 0 means in this build. The machinery: default_vs_custom_streams_lab.cuh.
+// "The default stream executes kernels serially; streams let kernels run at the same time." The
+// program measures that sentence and the rules behind it, one part each: concurrency, legacy,
+// threads (per-thread default streams), connections (hardware queues), the seed's seed_mm and
+// seed_sync. Built twice: build/bin/02_default_vs_custom_streams (the legacy default stream) and
+// ..._per_thread (nvcc --default-stream per-thread); the lesson (README.md) has the nvcc line.
+// --part NAME runs one part; --help lists the parts and the flags. Each part prints median times,
+// its CHECK lines beside their bars, and a timeline. Machinery: default_vs_custom_streams_lab.cuh.
 
 #include <cstdio>
 #include <string>
@@ -39,10 +30,9 @@ constexpr int kTile = 16;            // the SGEMM's tile edge
 constexpr double kLaunchMs = 0.010;  // a bar's allowance per launch: twice the H200 host's 5 us
 
 // Kernels ---------------------------------------------------------------------------------------
-// Waits task.duration_ns on the GPU's global timer, so a kernel lasts the same time at any clock
-// speed, then writes when it ran. Its iteration bound (a timer read takes well over 1 ns) ends
-// the wait only if the timer stands still; a clock64() bound ended waits early under the sanitizer:
-// a block suspended there may resume on another SM, whose cycle counter is not this SM's.
+// Waits task.duration_ns on the GPU's global timer (the same time at any clock), then writes when
+// it ran. The iteration bound ends it only if the timer stands still (a clock64() bound ended
+// waits early under the sanitizer: a block may resume on another SM, with another cycle counter).
 __global__ void spin_kernel(lab::SpinTask task) {
   const unsigned long long start = cs::globaltimer_ns();
   const unsigned long long iteration_bound = task.duration_ns + 100000;
@@ -108,78 +98,85 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
        {cs::format("%d created streams (launches issued in %.3f ms)", kernels, concurrent.issue_ms),
         concurrent.time.median}},
       speedup);
-  log.verify("concurrency_kernel");
-  lab::publish_concurrency_timeline(log.fetch(), setup, kernels);
-  // The ideal: N kernels in the turns the hardware queues allow, after kLaunchMs per launch.
-  const int turns = lab::turns(setup, kernels);
+  lab::publish_concurrency_timeline(setup, log.verify("concurrency_kernel"), kernels);
+  // Ideal: N kernels after kLaunchMs per launch, in one turn however many hardware queues they
+  // share (nothing orders them), or in N turns on a device without concurrentKernels.
+  const int turns = setup.concurrent_kernels() ? 1 : kernels;
   const double ideal = lab::ideal_speedup(kernels, setup.kernel_ms, turns, kernels * kLaunchMs);
   // 75% of the ideal leaves room for launch jitter and the kernels' start-up on the SMs.
   constexpr double kOfIdeal = 0.75;
   cs::check_or_skip(lab::overlap_skip(setup), "concurrency_speedup", speedup, cs::Compare::at_least,
                     kOfIdeal * ideal, "x",
                     lab::ideal_why(kOfIdeal, ideal, kernels, turns, setup, kernels * kLaunchMs));
-  lab::explain_concurrency(setup);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
 // Part 2: the legacy default stream's implicit synchronization ---------------------------------
-void part_legacy(const lab::Setup& setup, lab::Summary& summary) {
-  // core: legacy (19 lines): the middle kernel's stream: 0 as built, then each default stream
-  const cudaStream_t middles[] = {0, cudaStreamLegacy, cudaStreamPerThread};
-  cudaStream_t blocking[2];
-  cudaStream_t non_blocking[2];
+void part_legacy(const lab::Setup& setup) {
+  // core: legacy
+  cudaStream_t blocking[2], non_blocking[2];
   for (int i = 0; i < 2; ++i) {
     CS_CHECK(cudaStreamCreate(&blocking[i]));
     CS_CHECK(cudaStreamCreateWithFlags(&non_blocking[i], cudaStreamNonBlocking));
   }
-  lab::KernelLog log(3 * 2 * 3);
-  double times[3][2];  // [middle stream][blocking, non-blocking A and B]
-  for (int run = 0; run < 6; ++run) {
-    const int m = run / 2, slot = run * 3;
-    cudaStream_t* pair = run % 2 == 0 ? blocking : non_blocking;
-    times[m][run % 2] =
-        cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-          spin_kernel<<<1, kSpinThreads, 0, pair[0]>>>(log.task(slot, setup.kernel_ns));  // A
-          spin_kernel<<<1, kSpinThreads, 0, middles[m]>>>(log.task(slot + 1, 0));         // tiny
-          spin_kernel<<<1, kSpinThreads, 0, pair[1]>>>(log.task(slot + 2, setup.kernel_ns));  // B
-          CS_CHECK_LAUNCH();
-        }).median;
-  }
-  // Blocking time / non-blocking time. Under launch blocking the non-blocking pair takes turns
-  // too, so the blocking time is compared with one kernel's time instead.
-  double ratios[3];
-  for (int m = 0; m < 3; ++m) {
-    ratios[m] = lab::ratio(times[m][0], setup.env.launch_blocking ? setup.kernel_ms : times[m][1]);
-  }
-  log.verify("legacy_kernel");
-  lab::report_legacy(kPerThreadBuild, times, ratios, log.fetch(), setup, kBuildName);
+  lab::KernelLog log(6 * 3);
+  // Kernel A in pair[0], a kernel that lasts no time in `middle`, kernel B in pair[1], writing
+  // records slot, slot + 1, slot + 2 (the timeline draws the first two runs).
+  auto time_pair = [&](const cudaStream_t* pair, cudaStream_t middle, int slot) {
+    const cs::Stats time = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+      spin_kernel<<<1, kSpinThreads, 0, pair[0]>>>(log.task(slot, setup.kernel_ns));
+      spin_kernel<<<1, kSpinThreads, 0, middle>>>(log.task(slot + 1, 0));
+      spin_kernel<<<1, kSpinThreads, 0, pair[1]>>>(log.task(slot + 2, setup.kernel_ns));
+      CS_CHECK_LAUNCH();
+    });
+    return time.median;
+  };
+  // The middle kernel in stream 0 as built, then in each default stream by its name.
+  const double stream0_blocking = time_pair(blocking, 0, 0);
+  const double stream0_free = time_pair(non_blocking, 0, 3);
+  const double legacy_blocking = time_pair(blocking, cudaStreamLegacy, 6);
+  const double legacy_free = time_pair(non_blocking, cudaStreamLegacy, 9);
+  const double per_thread_blocking = time_pair(blocking, cudaStreamPerThread, 12);
+  const double per_thread_free = time_pair(non_blocking, cudaStreamPerThread, 15);
+  // end core
+  const std::vector<lab::KernelRecord> records = log.verify("legacy_kernel");
+  std::printf("  %-30s %18s %22s %8s\n", "middle kernel's stream", "blocking A and B",
+              "non-blocking A and B", "ratio");
+  // Each row's ratio: blocking time / non-blocking time (under CUDA_LAUNCH_BLOCKING=1, / one
+  // kernel's time, since the non-blocking pair takes turns too).
+  const double stream0 = lab::legacy_row(
+      setup, kPerThreadBuild ? "0 (this build: per-thread)" : "0 (this build: legacy)",
+      stream0_blocking, stream0_free);
+  const double legacy = lab::legacy_row(setup, "cudaStreamLegacy", legacy_blocking, legacy_free);
+  const double per_thread =
+      lab::legacy_row(setup, "cudaStreamPerThread", per_thread_blocking, per_thread_free);
+  lab::publish_legacy_timeline(setup, records, kBuildName);
   // Serialized: ideal 2x (B waits for the tiny kernel, which waits for A); 1.6 leaves 20% slack.
   constexpr double kSerialized = 1.6;
   // Not serialized: ideal 1x (A and B overlap); 1.25 leaves room for launch jitter.
   constexpr double kNotSerialized = 1.25;
   const std::string skip = lab::concurrent_skip(setup), no_overlap = lab::overlap_skip(setup);
-  const std::string serial_why = lab::serial_why(setup);
+  const std::string serial_why = setup.env.launch_blocking
+                                     ? "blocking time / one kernel's: A and B take turns"
+                                     : "ideal 2x: B waits for the tiny kernel, which waits for A";
   const std::string free_why = "ideal 1x: A and B overlap as if stream 0 were not there";
   if (kPerThreadBuild) {
-    cs::check_or_skip(no_overlap, "stream0_does_not_serialize", ratios[0], cs::Compare::at_most,
+    cs::check_or_skip(no_overlap, "stream0_does_not_serialize", stream0, cs::Compare::at_most,
                       kNotSerialized, "x", "per-thread stream 0, " + free_why);
   } else {
-    cs::check_or_skip(skip, "stream0_serializes_blocking_streams", ratios[0], cs::Compare::at_least,
+    cs::check_or_skip(skip, "stream0_serializes_blocking_streams", stream0, cs::Compare::at_least,
                       kSerialized, "x", "legacy stream 0, " + serial_why);
   }
-  cs::check_or_skip(skip, "cudaStreamLegacy_serializes", ratios[1], cs::Compare::at_least,
-                    kSerialized, "x", serial_why);
-  cs::check_or_skip(no_overlap, "cudaStreamPerThread_does_not_serialize", ratios[2],
+  cs::check_or_skip(skip, "cudaStreamLegacy_serializes", legacy, cs::Compare::at_least, kSerialized,
+                    "x", serial_why);
+  cs::check_or_skip(no_overlap, "cudaStreamPerThread_does_not_serialize", per_thread,
                     cs::Compare::at_most, kNotSerialized, "x", free_why);
-  summary.stream0 = {ratios[0], kSerialized, kNotSerialized};
-  lab::explain_legacy(setup);
-  for (cudaStream_t stream : {blocking[0], blocking[1], non_blocking[0], non_blocking[1]}) {
+  for (cudaStream_t stream : {blocking[0], blocking[1], non_blocking[0], non_blocking[1]})
     CS_CHECK(cudaStreamDestroy(stream));
-  }
 }
 
 // Part 3: host threads, each launching into its stream 0 ---------------------------------------
-void part_threads(const lab::Setup& setup, int threads, lab::Summary& summary) {
+void part_threads(const lab::Setup& setup, int threads) {
   lab::KernelLog log(2 * threads);
   // core: threads (18 lines): the reference: one thread launches all kernels into its stream 0
   const cs::Stats one_thread = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
@@ -205,13 +202,12 @@ void part_threads(const lab::Setup& setup, int threads, lab::Summary& summary) {
       {{cs::format("1 thread, %d kernels into stream 0", threads), one_thread.median},
        {cs::format("%d threads, 1 kernel each into stream 0", threads), many_threads.median}},
       speedup);
-  log.verify("threads_kernel");
-  lab::publish_threads_timeline(log.fetch(), setup, threads, kBuildName);
+  lab::publish_threads_timeline(setup, log.verify("threads_kernel"), threads, kBuildName);
   // Per-thread: 75% of the ideal, in the turns the queues and the host's cores allow (each
   // thread issues one launch: no issue time). Legacy: ideal 1x, 1.25 leaves room for jitter.
   constexpr double kOfIdeal = 0.75;
   constexpr double kThreadsShareOne = 1.25;
-  const int turns = std::max(lab::turns(setup, threads), lab::host_turns(threads));
+  const int turns = std::max(setup.concurrent_kernels() ? 1 : threads, lab::host_turns(threads));
   const double ideal = lab::ideal_speedup(threads, setup.kernel_ms, turns, 0.0);
   if (kPerThreadBuild) {
     cs::check_or_skip(
@@ -223,14 +219,13 @@ void part_threads(const lab::Setup& setup, int threads, lab::Summary& summary) {
                       cs::Compare::at_most, kThreadsShareOne, "x",
                       "ideal 1x: every thread's stream 0 is the one legacy stream");
   }
-  summary.threads = {speedup, kThreadsShareOne, double(threads)};
-  lab::explain_threads(setup, kPerThreadBuild);
 }
 
 // Part 4: more streams than hardware queues ----------------------------------------------------
 void part_connections(const lab::Setup& setup, int stream_count) {
-  const int sharing = lab::streams_per_queue(setup, stream_count);
-  lab::print_queues(setup, stream_count);
+  const int queues = setup.connections();
+  const int sharing = (stream_count + queues - 1) / queues;  // streams per hardware queue
+  lab::print_queues(setup, sharing);
   // Created in one go, so that the driver deals them out over the queues in turn.
   std::vector<cudaStream_t> streams(stream_count);
   for (cudaStream_t& s : streams) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -269,13 +264,13 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   });
   const double ideal_ms = alone.median + 2 * stream_count * kLaunchMs;
   lab::print_connections_table(alone.median, ideal_ms, depth, breadth.median, single, stream_count);
-  log.verify("connections_kernel");
-  lab::publish_connections_timelines(log.fetch(), setup, stream_count);
+  lab::publish_connections_timelines(setup, log.verify("connections_kernel"), stream_count);
   const std::string skip = lab::overlap_skip(setup);
   if (sharing == 1) {
     // Enough queues: both orders within 1.2x of the ideal (one stream's time plus issue time).
     constexpr double kWithinIdeal = 1.2;
-    const std::string why = lab::own_queue_why(setup, stream_count);
+    const std::string why =
+        cs::format("every stream has a queue of its own: %d >= %d streams", queues, stream_count);
     cs::check_or_skip(skip, "depth_first_within_ideal", lab::ratio(depth.time.median, ideal_ms),
                       cs::Compare::at_most, kWithinIdeal, "x", why);
     cs::check_or_skip(skip, "breadth_first_within_ideal", lab::ratio(breadth.median, ideal_ms),
@@ -287,27 +282,28 @@ void part_connections(const lab::Setup& setup, int stream_count) {
     constexpr double kOfPredictedLoss = 0.7;
     cs::check_or_skip(skip, "false_dependencies", lab::ratio(depth.time.median, alone.median),
                       cs::Compare::at_least, kOfPredictedLoss * predicted, "x",
-                      lab::false_dependency_why(kOfPredictedLoss, predicted, sharing));
+                      cs::format("depth-first / one stream alone, %.1f x predicted %.1fx: %d "
+                                 "streams per queue, each B holds its queue until its A ends",
+                                 kOfPredictedLoss, predicted, sharing));
     // Breadth-first puts independent kernels side by side: at most 10% slower than depth-first.
     constexpr double kBreadthVsDepth = 1.1;
     cs::check_or_skip(skip, "breadth_first_no_slower",
                       lab::ratio(breadth.median, depth.time.median), cs::Compare::at_most,
                       kBreadthVsDepth, "x", "breadth-first time / depth-first time");
   }
-  lab::explain_connections(setup, stream_count);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
 // Part 5: the seed's torch.mm(A, A) and torch.mm(B, B) on two streams --------------------------
 void part_seed_mm(const lab::Setup& setup, int n) {
-  const size_t bytes = size_t(n) * n * sizeof(float);
+  const size_t count = size_t(n) * n, bytes = count * sizeof(float);
   // core: seed_mm (17 lines)
   // PyTorch creates its streams non-blocking, so stream 0 never stands between them.
   cudaStream_t s1, s2;
   CS_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
   CS_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-  const std::vector<float> host_a = lab::random_values(size_t(n) * n, 0, false);  // torch.rand
-  const std::vector<float> host_b = lab::random_values(size_t(n) * n, 1, false);
+  const std::vector<float> host_a = lab::random_values(count, 0, false);  // torch.rand
+  const std::vector<float> host_b = lab::random_values(count, 1, false);
   float *a, *b, *c, *d;
   for (float** p : {&a, &b, &c, &d}) CS_CHECK(cudaMalloc(p, bytes));
   CS_CHECK(cudaMemcpy(a, host_a.data(), bytes, cudaMemcpyHostToDevice));
@@ -337,9 +333,10 @@ void part_seed_mm(const lab::Setup& setup, int n) {
               mm_one.median, mm_two.median, grid.x * grid.y, setup.prop.multiProcessorCount);
   // An mm that fills the GPU leaves two streams only tails to overlap: at most 1.2x (noise).
   constexpr double kTwoStreamGemmMax = 1.2;
+  const std::string skip = lab::mm_skip(setup, grid.x * grid.y);
   cs::check_or_skip(
-      lab::mm_skip(setup, grid.x * grid.y), "seed_mm_two_streams",
-      lab::ratio(mm_two.median, mm_one.median), cs::Compare::at_most, kTwoStreamGemmMax, "x",
+      skip, "seed_mm_two_streams", lab::ratio(mm_two.median, mm_one.median), cs::Compare::at_most,
+      kTwoStreamGemmMax, "x",
       "two streams / one stream: each mm fills the GPU, so streams overlap only tails");
   for (float* p : {a, b, c, d}) CS_CHECK(cudaFree(p));
   for (cudaStream_t stream : {s1, s2}) CS_CHECK(cudaStreamDestroy(stream));
@@ -347,8 +344,7 @@ void part_seed_mm(const lab::Setup& setup, int n) {
 
 // Part 6: the seed's t1 * 2 / t2 * 3, synchronizing inside each stream's block or once ---------
 void part_seed_sync(const lab::Setup& setup, int n) {
-  const size_t count = size_t(n) * n;
-  const size_t bytes = count * sizeof(float);
+  const size_t count = size_t(n) * n, bytes = count * sizeof(float);
   cudaStream_t s1, s2;
   CS_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
   CS_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
@@ -394,7 +390,11 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   log.verify("seed_kernel");
   const double inside = lab::ratio(sync_inside.median, serial.median);
   const double once = lab::ratio(sync_once.median, serial.median);
-  lab::print_sync_table(serial.median, sync_inside.median, sync_once.median);
+  lab::print_times({{"both blocks in one stream (serial)", serial.median},
+                    {cs::format("the seed: synchronize inside each block (%.2fx serial)", inside),
+                     sync_inside.median},
+                    {cs::format("the fix: issue both, synchronize once (%.2fx serial)", once),
+                     sync_once.median}});
   // The host waits for s1 before it issues s2's work: serial time, 0.9 for timing noise.
   constexpr double kSyncInsideMin = 0.9;
   cs::check_or_skip(setup.timing_skip, "seed_sync_inside_is_serial", inside, cs::Compare::at_least,
@@ -403,7 +403,6 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   const double sync_once_max = 0.6 + 4 * kLaunchMs / (2 * setup.kernel_ms);
   cs::check_or_skip(lab::overlap_skip(setup), "seed_sync_once_overlaps", once, cs::Compare::at_most,
                     sync_once_max, "x", "ideal 0.5x: both blocks run at once");
-  lab::explain_seed_sync(setup);
   for (float* p : {t1, t2, res1, res2}) CS_CHECK(cudaFree(p));
   for (cudaStream_t stream : {s1, s2}) CS_CHECK(cudaStreamDestroy(stream));
 }
@@ -438,13 +437,11 @@ int main(int argc, char** argv) {
                                cs::format("--matrix %d", matrix));
   }
   lab::print_setup(setup, kBuildName, kPerThreadBuild);
-  lab::Summary summary;
   if (parts.begin("concurrency")) part_concurrency(setup, kernels);
-  if (parts.begin("legacy")) part_legacy(setup, summary);
-  if (parts.begin("threads")) part_threads(setup, threads, summary);
+  if (parts.begin("legacy")) part_legacy(setup);
+  if (parts.begin("threads")) part_threads(setup, threads);
   if (parts.begin("connections")) part_connections(setup, stream_count);
   if (parts.begin("seed_mm")) part_seed_mm(setup, matrix);
   if (parts.begin("seed_sync")) part_seed_sync(setup, matrix);
-  lab::print_summary(summary, kBuildName);
   return cs::finish();
 }
