@@ -15,7 +15,8 @@
 //   build/bin/03_stream_priorities --help           # every flag
 //
 // What to expect (stream_priorities_lab.cuh holds measurement machinery; a reader may skip it)
-//   1. range: the device's range beside the seed's (an H200: 0 .. -5, six levels); streams created
+//   1. range: the device's range (an H200: 0 .. -5, six levels, not the seed's two); streams
+//   created
 //      at every level and far outside it, read back: out-of-range values are clamped.
 //   2. pytorch: the CUDA priority torch.cuda.Stream(priority=p) gives on this device.
 //   3. latency: a short kernel submitted during a 20 ms low-priority flood of short blocks
@@ -28,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,9 @@
 
 using lab::kThreads;
 constexpr int kFloodMaxRegisters = 32;  // 2048 threads x 32 = the 64K registers of an SM
+constexpr int kFloodCounters = 32;      // the flood counts its blocks on a few addresses
+constexpr std::size_t kCounterBytes = kFloodCounters * sizeof(unsigned int);
+constexpr double kStartTimeoutMs = 60000;  // generous: compute-sanitizer starts kernels slowly
 
 // Kernels
 
@@ -60,9 +65,14 @@ __global__ void __maxnreg__(kFloodMaxRegisters)
       __threadfence_system();
     }
     spin_for(block_ns);
-    atomicAdd(&blocks_done[blockIdx.x % lab::kFloodCounters], 1u);
+    atomicAdd(&blocks_done[blockIdx.x % kFloodCounters], 1u);
   }
   __syncthreads();  // the whole block keeps its slot until thread 0 is done
+}
+
+// What thread i of the short kernel writes for request number `request`.
+__host__ __device__ int short_value(int request, int i) {
+  return request * 1000000 + i;
 }
 
 // The latency-sensitive work: a short fixed time per block, then one value per thread.
@@ -70,95 +80,188 @@ __global__ void short_kernel(unsigned long long work_ns, int request, int* out) 
   if (threadIdx.x == 0) spin_for(work_ns);
   __syncthreads();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = lab::short_value(request, i);
+  out[i] = short_value(request, i);
 }
 
 // Part 1: the device's range, and what a stream really gets
-
-int priority_of(cudaStream_t stream) {
-  int priority = 0;
-  CS_CHECK(cudaStreamGetPriority(stream, &priority));
-  return priority;
-}
 
 void part_range() {
   // core: range
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  lab::print_range(least, greatest);  // beside the seed's -1 .. 0
-
-  // Every level (or both ends and their neighbours on a device with many), and far outside.
-  lab::RangeTable table{least, greatest};  // prints a row per p; counts what the checks need
-  for (int p : lab::priorities_to_ask(least, greatest)) {
+  std::printf("   this device says:  %d (greatest) .. %d (least), %d levels\n", greatest, least,
+              least - greatest + 1);
+  std::printf("   asked (p)   cudaStreamCreateWithPriority(p) gives\n");
+  int inside = 0, kept = 0;  // priorities asked inside the range, and kept as asked
+  auto ask = [&](int p) {
     cudaStream_t stream = nullptr;
     CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, p));
     int got = 0;
     CS_CHECK(cudaStreamGetPriority(stream, &got));
     CS_CHECK(cudaStreamDestroy(stream));
-    table.add(p, got);
-  }
+    std::printf("   %+9d   %4d%s\n", p, got, got == p ? "" : "  clamped");
+    if (p <= least && p >= greatest) inside++, kept += got == p;
+    return got;
+  };
+  const int for_plus_100 = ask(100);
+  for (int p = least + 1; p >= greatest - 1; --p) ask(p);  // every level, and one past each end
+  const int for_minus_100 = ask(-100);
   // end core
   cudaStream_t plain = nullptr;
+  int plain_priority = 0;
   CS_CHECK(cudaStreamCreate(&plain));
-  std::printf("   cudaStreamCreate (no priority given) gives %d\n", priority_of(plain));
+  CS_CHECK(cudaStreamGetPriority(plain, &plain_priority));
   CS_CHECK(cudaStreamDestroy(plain));
+  std::printf("   cudaStreamCreate (no priority given) gives %d\n", plain_priority);
 
   // A priority inside the range is kept as asked; one outside goes to the nearest end.
-  cs::check_that("every_level_kept", table.levels_kept == table.levels_asked, table.kept_note());
-  cs::check_that("clamp_to_greatest", table.for_minus_100 == greatest,
-                 lab::gave_note(-100, table.for_minus_100, "greatest", greatest));
-  cs::check_that("clamp_to_least", table.for_plus_100 == least,
-                 lab::gave_note(+100, table.for_plus_100, "least", least));
+  cs::check_that("every_level_kept", kept == inside,
+                 cs::format("%d of the %d priorities asked inside %d .. %d were kept", kept, inside,
+                            greatest, least));
+  cs::check_that(
+      "clamp_to_greatest", for_minus_100 == greatest,
+      cs::format("cudaStreamCreateWithPriority(-100) gave %d, the greatest priority is %d",
+                 for_minus_100, greatest));
+  cs::check_that("clamp_to_least", for_plus_100 == least,
+                 cs::format("cudaStreamCreateWithPriority(+100) gave %d, the least priority is %d",
+                            for_plus_100, least));
 }
 
 // Part 2: PyTorch's priorities on this device (pure host arithmetic)
 
-// PyTorch keeps stream pools for at most this many priorities (c10/cuda/CUDAStream.h,
-// max_compile_time_stream_priorities in recent releases).
-constexpr int kPyTorchPriorityPools = 4;
-
 // PyTorch's rule (c10/cuda/CUDAStream.cpp, recent releases): pools of streams at CUDA priorities
-// 0, -1, ..., -(pools - 1), pools = min(4, the device's levels); torch.cuda.Stream(priority=p)
-// takes a stream from pool clamp(-p, 0, pools - 1).
+// 0, -1, ..., -(pools - 1), pools = min(4, the device's levels) (4 is
+// max_compile_time_stream_priorities); torch.cuda.Stream(priority=p) takes a stream from pool
+// clamp(-p, 0, pools - 1).
 int pytorch_priority(int requested, int levels) {
-  return -std::clamp(-requested, 0, std::min(kPyTorchPriorityPools, levels) - 1);
+  return -std::clamp(-requested, 0, std::min(4, levels) - 1);
 }
 
 void part_pytorch() {
   int least = 0, greatest = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   const int levels = least - greatest + 1;
-  lab::print_pytorch_header();
+  std::printf("   asked (p)   torch.cuda.Stream(priority=p)   cudaStreamCreateWithPriority(p)\n");
   int lost = 0;  // PyTorch priorities that CUDA would not keep as asked on this device
   // core: pytorch
   for (int p : {100, 1, 0, -1, -2, -3, -4, -5, -6, -100}) {
     cudaStream_t stream = nullptr;  // what CUDA itself gives for the same p (part 1's clamp)
     CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, p));
-    int cuda_gives = 0;
+    int cuda_gives = 0, torch_kept = 0;
     CS_CHECK(cudaStreamGetPriority(stream, &cuda_gives));
     CS_CHECK(cudaStreamDestroy(stream));
     const int torch_gives = pytorch_priority(p, levels);
-    lab::print_pytorch_row(p, torch_gives, cuda_gives);
+    std::printf("   %+9d   %4d%32d\n", p, torch_gives, cuda_gives);
     CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, torch_gives));
-    lost += priority_of(stream) != torch_gives;
+    CS_CHECK(cudaStreamGetPriority(stream, &torch_kept));
     CS_CHECK(cudaStreamDestroy(stream));
+    lost += torch_kept != torch_gives;
   }
   // end core
   cs::check_that("torch_levels_kept", !lost, cs::format("%d of 10 not kept by CUDA", lost));
-  // What priority_range() reports: the highest pool, beside this device's own range.
-  lab::explain_pytorch(pytorch_priority(-100, levels), least, greatest, kPyTorchPriorityPools);
+  std::printf(
+      "   torch.cuda.Stream.priority_range() would return (0, %d); this device's is (%d, %d)\n",
+      pytorch_priority(-100, levels), least, greatest);
 }
 
 // Part 3: a short kernel behind a low-priority flood, from a high and a low priority stream
 
+// The buffers and events every run shares, and the tally of what the runs computed.
+struct Bench {
+  explicit Bench(int short_blocks) : out_count(static_cast<std::size_t>(short_blocks) * kThreads) {
+    int* flag = nullptr;
+    CS_CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
+    CS_CHECK(cudaHostGetDevicePointer(&started, flag, 0));
+    started_host = flag;
+    CS_CHECK(cudaMalloc(&blocks_done, kCounterBytes));
+    CS_CHECK(cudaMalloc(&short_out, out_count * sizeof(int)));
+    // Zeroed now, not only before each run: the warm-up launch counts its block too.
+    CS_CHECK(cudaMemset(blocks_done, 0, kCounterBytes));
+    CS_CHECK(cudaEventCreate(&flood_start));
+    CS_CHECK(cudaEventCreate(&flood_end));
+    CS_CHECK(cudaEventCreate(&submitted));
+    CS_CHECK(cudaEventCreate(&finished));
+  }
+  ~Bench() {
+    CS_CHECK(cudaEventDestroy(flood_start));
+    CS_CHECK(cudaEventDestroy(flood_end));
+    CS_CHECK(cudaEventDestroy(submitted));
+    CS_CHECK(cudaEventDestroy(finished));
+    CS_CHECK(cudaFree(short_out));
+    CS_CHECK(cudaFree(blocks_done));
+    CS_CHECK(cudaFreeHost(const_cast<int*>(started_host)));
+  }
+  Bench(const Bench&) = delete;  // owns its buffers and events
+
+  // Waits until the flood's block 0 has raised the flag, then settle_us more.
+  void wait_until_started(int settle_us) const {
+    const double give_up = cs::host_now_ms() + kStartTimeoutMs;
+    while (*started_host == 0) {
+      if (cs::host_now_ms() > give_up) {
+        std::fprintf(stderr, "error: the flood kernel did not start within %.0f s\n",
+                     kStartTimeoutMs / 1000);
+        std::exit(cs::kFailExitCode);
+      }
+    }
+    const double settle_until = cs::host_now_ms() + settle_us / 1000.0;
+    while (cs::host_now_ms() < settle_until) {
+    }
+  }
+
+  // After a run (both streams synchronized): tallies the flood's blocks and the short kernel's
+  // values, and returns the run's times.
+  lab::Run finish(int request, int flood_blocks) {
+    std::vector<unsigned int> counts(kFloodCounters);
+    CS_CHECK(cudaMemcpy(counts.data(), blocks_done, kCounterBytes, cudaMemcpyDeviceToHost));
+    long long counted = 0;
+    for (unsigned int c : counts) counted += c;
+    ++floods;
+    if (counted == flood_blocks) ++complete_floods;
+    std::vector<int> got(out_count), want(out_count);
+    CS_CHECK(cudaMemcpy(got.data(), short_out, out_count * sizeof(int), cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < out_count; ++i) {
+      want[i] = short_value(request, static_cast<int>(i));
+    }
+    cs::accumulate(results, cs::compare(got.data(), want.data(), out_count));
+    float at[3] = {};  // submitted, finished, the flood's end
+    CS_CHECK(cudaEventElapsedTime(&at[0], flood_start, submitted));
+    CS_CHECK(cudaEventElapsedTime(&at[1], flood_start, finished));
+    CS_CHECK(cudaEventElapsedTime(&at[2], flood_start, flood_end));
+    return {at[0], at[1], at[2]};
+  }
+
+  // The CHECK lines of every run so far: the short kernel's values, every flood block counted.
+  void report() const {
+    cs::report_comparison("short_kernel_results", results);
+    cs::check_that(
+        "every_flood_block_ran", complete_floods == floods,
+        cs::format("%d of %d floods counted every one of their blocks", complete_floods, floods));
+  }
+
+  std::size_t out_count;   // the short kernel's threads
+  int* started = nullptr;  // device pointer to the mapped "flood started" flag
+  volatile int* started_host = nullptr;
+  unsigned int* blocks_done = nullptr;                     // the flood's block counters
+  int* short_out = nullptr;                                // the short kernel's output
+  cudaEvent_t flood_start = nullptr, flood_end = nullptr;  // around the flood, in its stream
+  cudaEvent_t submitted = nullptr, finished = nullptr;     // around the short kernel, in its own
+  int requests = 0, floods = 0, complete_floods = 0;
+  cs::Comparison results;
+};
+
 // One run: the flood (flood_blocks blocks of block_ns each) from flood_stream, then, once it
 // holds the SMs, the short kernel from short_stream, between two events in its own stream;
 // drawn on a timeline when `trace` names one.
-lab::Run run_once(lab::Bench& b, const lab::Setup& setup, cudaStream_t flood_stream,
-                  int flood_blocks, unsigned long long block_ns, cudaStream_t short_stream,
+lab::Run run_once(Bench& b, const lab::Setup& setup, cudaStream_t flood_stream, int flood_blocks,
+                  unsigned long long block_ns, cudaStream_t short_stream,
                   const lab::Trace& trace = {}) {
+  // Clear the flood's counters and the short kernel's output, let the GPU go idle, lower the flag.
+  CS_CHECK(cudaMemsetAsync(b.blocks_done, 0, kCounterBytes, flood_stream));
+  CS_CHECK(cudaMemsetAsync(b.short_out, 0xff, b.out_count * sizeof(int), flood_stream));
+  CS_CHECK(cudaStreamSynchronize(flood_stream));
+  *b.started_host = 0;
+  const int request = ++b.requests;  // what this run's short kernel writes
   // core: latency
-  const int request = b.prepare(flood_stream);  // clear this run's buffers; the GPU goes idle
   {
     auto span = trace.span(trace.flood_row, "flood", flood_stream);
     CS_CHECK(cudaEventRecord(b.flood_start, flood_stream));
@@ -166,7 +269,7 @@ lab::Run run_once(lab::Bench& b, const lab::Setup& setup, cudaStream_t flood_str
     CS_CHECK_LAUNCH();
     CS_CHECK(cudaEventRecord(b.flood_end, flood_stream));
   }
-  b.wait_until_started();  // the flood's block 0 raised the flag; then --settle-us more
+  b.wait_until_started(setup.settle_us);  // the flood's block 0 raised the flag; then settle
   {
     auto span = trace.span(trace.short_row, "short kernel, submit to finish", short_stream);
     CS_CHECK(cudaEventRecord(b.submitted, short_stream));
@@ -182,25 +285,22 @@ lab::Run run_once(lab::Bench& b, const lab::Setup& setup, cudaStream_t flood_str
 
 void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
                   const cs::CommonOptions& common) {
-  int least = 0, greatest = 0;
+  int least = 0, greatest = 0, high_priority = 0, low_priority = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  // The short kernel's streams must not share a hardware queue with the flood's, or they would
-  // wait behind it before priority could act. On the devices measured, the runtime hands its
-  // hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default) to new streams in turn (not
-  // documented), so three streams created back to back got three different ones.
-  // With fewer queues (CUDA_DEVICE_MAX_CONNECTIONS below 3) the check is skipped; where two
-  // share one anyway, a short kernel reaches its stream only late in the flood, and it fails.
-  // --same-priority (a control) gives the "high" stream the least priority too.
+  const int high_asked = setup.same_priority ? least : greatest;  // --same-priority: a control
+  // Created back to back, the three streams got three hardware queues on the devices measured;
+  // the lesson says why that matters.
   cudaStream_t flood_stream = nullptr, high = nullptr, low = nullptr;
   CS_CHECK(cudaStreamCreateWithPriority(&flood_stream, cudaStreamNonBlocking, least));
-  CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking,
-                                        setup.same_priority ? least : greatest));
+  CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, high_asked));
   CS_CHECK(cudaStreamCreateWithPriority(&low, cudaStreamNonBlocking, least));
-  const std::string high_name = cs::format("priority %d", priority_of(high));
-  const std::string low_name = cs::format("priority %d", priority_of(low));
-  lab::print_flood(setup, low_name);
+  CS_CHECK(cudaStreamGetPriority(high, &high_priority));
+  CS_CHECK(cudaStreamGetPriority(low, &low_priority));
+  const std::string high_name = cs::format("priority %d", high_priority);
+  const std::string low_name = cs::format("priority %d", low_priority);
+  lab::print_flood(setup, low_priority);
 
-  lab::Bench bench(setup.sms, setup.settle_us);
+  Bench bench(setup.sms);
   // Load both kernels before anything is timed.
   flood_kernel<<<1, kThreads, 0, flood_stream>>>(0, bench.started, bench.blocks_done);
   short_kernel<<<setup.sms, kThreads, 0, flood_stream>>>(0, 0, bench.short_out);
@@ -209,17 +309,18 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   {
     cs::Timeline timeline;
     timeline.start(flood_stream);
-    run_once(bench, setup, flood_stream, setup.flood.blocks, setup.block_ns, high,
+    run_once(bench, setup, flood_stream, setup.blocks, setup.block_ns, high,
              {&timeline, "flood, " + low_name, "short, " + high_name});
-    run_once(bench, setup, flood_stream, setup.flood.blocks, setup.block_ns, low,
+    run_once(bench, setup, flood_stream, setup.blocks, setup.block_ns, low,
              {&timeline, "flood, " + low_name, "short, " + low_name});
-    lab::publish_latency_timeline(timeline.collect(), common);
+    cs::publish_timeline(timeline.collect(), common,
+                         "One flood with the short kernel from each stream, high priority first:");
   }
   std::vector<lab::Run> high_runs, low_runs;
   for (int i = 0; i < 2 * setup.repeats; ++i) {  // high, low, low, high, ...: drift touches both
     const bool from_high = i % 2 == i / 2 % 2;
     cudaStream_t stream = from_high ? high : low;
-    lab::Run run = run_once(bench, setup, flood_stream, setup.flood.blocks, setup.block_ns, stream);
+    lab::Run run = run_once(bench, setup, flood_stream, setup.blocks, setup.block_ns, stream);
     (from_high ? high_runs : low_runs).push_back(run);
   }
   const lab::Summary hi = lab::summarize(high_runs), lo = lab::summarize(low_runs);
@@ -230,38 +331,44 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   // high-priority kernel held behind the flood in a shared queue would pass for the wrong
   // reason (its latency starts only when the flood ends): that run fails.
   constexpr double kLatencyRatioMax = 0.5;
-  const std::string skip = lab::latency_skip_reason(common, env, least - greatest + 1);
-  const std::string held = lab::held_up_reason(hi, "high-priority");
+  const int levels = least - greatest + 1;
+  const std::string skip = lab::skip_reason(common, env, 3, levels,
+                                            "this device has one stream priority level: priority "
+                                            "cannot change the order, so the bar does not apply");
+  const std::string held = lab::held_up_reason(hi);
   const double ratio = lo.latency.median > 0 ? hi.latency.median / lo.latency.median : 1;
-  if (skip.empty() && !held.empty()) cs::check_that("priority_latency_ratio", false, held);
-  if (!skip.empty() || held.empty()) {
+  if (skip.empty() && !held.empty()) {
+    cs::check_that("priority_latency_ratio", false, held);
+  } else {
     cs::check_or_skip(skip, "priority_latency_ratio", ratio, cs::Compare::at_most, kLatencyRatioMax,
-                      "x", lab::latency_ratio_note(least - greatest + 1));
+                      "x",
+                      cs::format("high-priority latency / low-priority latency, bar for a device "
+                                 "with %d priority levels",
+                                 levels));
   }
-  lab::explain_latency(env, ratio, kLatencyRatioMax, hi, lo, setup.block_us);
-  bench.report_results();
-  for (cudaStream_t stream : {flood_stream, high, low}) CS_CHECK(cudaStreamDestroy(stream));
+  bench.report();
+  CS_CHECK(cudaStreamDestroy(flood_stream));
+  CS_CHECK(cudaStreamDestroy(high));
+  CS_CHECK(cudaStreamDestroy(low));
 }
 
 // Part 4: running blocks are not preempted
 
 void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
                      const cs::CommonOptions& common) {
-  int least = 0, greatest = 0;
+  int least = 0, greatest = 0, high_priority = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   // core: preemption
   cudaStream_t wave_stream = nullptr, high = nullptr;  // back to back: two queues (part 3 says why)
   CS_CHECK(cudaStreamCreateWithPriority(&wave_stream, cudaStreamNonBlocking, least));
   CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
-  const lab::Flood& f = setup.flood;
-  lab::print_wave(setup, priority_of(high));
-
-  lab::Bench bench(setup.sms, setup.settle_us);
-  // The first run loads both kernels; it is not timed.
-  run_once(bench, setup, wave_stream, f.resident, setup.running_ns, high);
+  CS_CHECK(cudaStreamGetPriority(high, &high_priority));
+  lab::print_wave(setup, high_priority);
+  Bench bench(setup.sms);
+  run_once(bench, setup, wave_stream, setup.resident, setup.running_ns, high);  // warm-up, untimed
   std::vector<lab::Run> runs;
   for (int r = 0; r < setup.repeats; ++r) {
-    runs.push_back(run_once(bench, setup, wave_stream, f.resident, setup.running_ns, high));
+    runs.push_back(run_once(bench, setup, wave_stream, setup.resident, setup.running_ns, high));
   }
   // end core
   const lab::Summary s = lab::summarize(runs);
@@ -271,36 +378,43 @@ void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   // were they preempted, it would be near 0. A short kernel that reached its stream only after
   // the wave (a shared queue) met no running blocks: its fraction is 0, and the check fails.
   constexpr double kNoPreemptionMin = 0.9;
-  const std::string skip = lab::preemption_skip_reason(common, env, least - greatest + 1, f);
+  const std::string skip = cs::first_reason(
+      {lab::skip_reason(common, env, 2, least - greatest + 1,
+                        "this device has one stream priority level: there is no higher priority"),
+       setup.fills_threads ? ""
+                           : "one wave of flood blocks leaves thread slots free on this device, "
+                             "so the short kernel could run beside it"});
   const double fraction = s.flood_left.median > 0 ? s.latency.median / s.flood_left.median : 0;
   cs::check_or_skip(skip, "running_blocks_not_preempted", fraction, cs::Compare::at_least,
                     kNoPreemptionMin, "x",
                     "latency / time the running blocks had left: the highest priority waited");
-  lab::explain_preemption(env, s, fraction >= kNoPreemptionMin);
-  bench.report_results();
-  for (cudaStream_t stream : {wave_stream, high}) CS_CHECK(cudaStreamDestroy(stream));
+  bench.report();
+  CS_CHECK(cudaStreamDestroy(wave_stream));
+  CS_CHECK(cudaStreamDestroy(high));
 }
 
 int main(int argc, char** argv) {
-  lab::Flags flags;
+  lab::Setup setup;
   cs::CommonOptions common;
-  cs::Options options("03_stream_priorities", lab::kSummary);  // shown by --help
+  cs::Options options("03_stream_priorities",  // the summary is shown by --help
+                      "Stream priorities: the device's range, clamping, PyTorch's mapping, and a "
+                      "short kernel's latency behind a flood of low-priority work.");
   cs::Parts parts(options,
                   {{"range", "the device's priority range; out-of-range values are clamped"},
                    {"pytorch", "what torch.cuda.Stream(priority=p) gives on this device"},
                    {"latency", "a short kernel behind a low-priority flood, high vs low"},
                    {"preemption", "running blocks are not preempted"}});
-  lab::add_flags(options, &flags);
+  lab::add_flags(options, &setup);
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
-  lab::validate(flags);
+  lab::validate(setup);
   const cs::LaunchEnvironment env = cs::launch_environment();  // before the first CUDA call
 
   const cudaDeviceProp prop = cs::select_device(common.device);
   cs::print_launch_environment(env);
   int per_sm = 0;  // flood blocks one SM holds at once
   CS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, flood_kernel, kThreads, 0));
-  const lab::Setup setup = lab::make_setup(prop, per_sm, flags);
+  lab::size_flood(prop, per_sm, &setup);
 
   if (parts.begin("range")) part_range();
   if (parts.begin("pytorch")) part_pytorch();
