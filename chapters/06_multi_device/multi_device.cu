@@ -1,25 +1,19 @@
 // Chapter 06: one program, several GPUs
 //
-// PyTorch names a GPU with torch.device('cuda:1'), makes it current with `with
-// torch.cuda.device(1):`. Underneath, each host thread has one current device, set by
-// cudaSetDevice(i): every stream, event and allocation belongs to the device current at its
+// Each host thread has one current device, set by cudaSetDevice(i) (PyTorch: `with
+// torch.cuda.device(i):`): every stream, event and allocation belongs to the device current at its
 // creation, and a kernel can only be launched into a stream of the current device. This program
-// shows those rules, then splits one job over every device, copies between devices, and makes
-// one device wait for an event of another.
+// shows those rules, then splits one job over every device, copies between devices, and makes one
+// device wait for an event of another. multi_device_lab.cuh holds the machinery (skip it).
 //
-// Build and run
 //   cmake --preset default && cmake --build --preset default && build/bin/06_multi_device
 // clang-format off
 //   nvcc -std=c++17 -arch=native -Icommon/include chapters/06_multi_device/multi_device.cu common/src/*.cpp -o 06_multi_device
 // clang-format on
-//   build/bin/06_multi_device --part split --devices 0   # one part, on the devices listed
-//   build/bin/06_multi_device --help                     # every flag
-//
-// What to expect (multi_device_lab.cuh holds the machinery; a reader may skip it): enumerate,
-// ownership (the seed's `with torch.cuda.device(1): c = a + b`), foreign-stream, split, peer,
-// cross-event, scaling (N devices >= 0.7 N times faster than one). On one GPU the two-device parts
-// print `CHECK <part>: skipped`, or SKIP: and exit 77 when run alone. 0 when all checks pass.
+//   build/bin/06_multi_device --part split --devices 0   # one part, on the devices listed; --help
+// On one GPU the two-device parts print `CHECK <part>: skipped` (run alone: SKIP:, exit 77).
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -184,7 +178,7 @@ void part_ownership(const Context& ctx) {
 
 // Part 3: a launch must go into a stream of the current device
 void part_foreign_stream(const Context& ctx) {
-  if (!lab::have_devices(ctx, 2, "foreign-stream")) return;
+  if (!lab::have_two_devices(ctx, "foreign-stream")) return;
   if (ctx.no_invalid_calls) return cs::check_skipped("foreign-stream", "--no-invalid-calls");
   const int home = ctx.devices[0], away = ctx.devices[1];
   std::printf("Launching into device %d's stream while device %d is current:\n", away, home);
@@ -248,21 +242,30 @@ double run_split(std::vector<lab::Slice>& slices, lab::JobData& job, int steps) 
   return cs::host_now_ms() - begin;
 }
 
+// Each slice's stream, buffers and events, created with its device current; then the timed runs.
 lab::SplitTimes time_split(std::vector<lab::Slice>& slices, lab::JobData& job, int steps) {
-  lab::create_slices(slices);  // as in part_ownership(): each with its own device current
-  job.clear_output();
+  for (lab::Slice& s : slices) {
+    CurrentDevice scope(s.device);
+    CS_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    CS_CHECK(cudaMalloc(&s.in, s.count * sizeof(std::uint32_t)));
+    CS_CHECK(cudaMalloc(&s.out, s.count * sizeof(std::uint32_t)));
+    for (cudaEvent_t& mark : s.marks) CS_CHECK(cudaEventCreate(&mark));
+  }
+  std::fill(job.out, job.out + job.n, 0u);
   return lab::measure(slices, [&] { return run_split(slices, job, steps); });
 }
 
 void part_split(const Context& ctx, lab::JobData& job) {
-  lab::print_split_heading(ctx);
+  const std::size_t n_devices = ctx.devices.size();
+  std::printf("%zu elements (x -> %u x + %u, %d steps each) over %zu device%s, one stream each:\n",
+              ctx.elements, lab::kLcgA, lab::kLcgC, ctx.steps, n_devices,
+              n_devices == 1 ? "" : "s");
   std::vector<lab::Slice> slices = lab::cut_job(ctx.devices, ctx.elements);
   const lab::SplitTimes times = time_split(slices, job, ctx.steps);
   lab::print_split_table(slices, times);
   cs::verify("split_result", job.out, job.reference.data(), ctx.elements);
   cs::publish_timeline(lab::split_timeline(slices), *ctx.common,
                        "Split job, one row per device (H = H2D, K = kernel, D = D2H):");
-  lab::explain_split_environment(ctx.env, slices.size());
   lab::destroy_slices(slices);
 }
 
@@ -320,7 +323,7 @@ double peer_pair(int a, int b, std::size_t n, bool timed) {
 }
 
 void part_peer(const Context& ctx) {
-  if (!lab::have_devices(ctx, 2, "peer")) return;
+  if (!lab::have_two_devices(ctx, "peer")) return;
   const std::size_t n = (64ull << 20) / sizeof(std::uint32_t);  // 64 MiB per direction and pair
   const bool timed = !ctx.common->no_timing;
   std::printf("Every pair of devices, %s each way:\n", cs::format_bytes(n * 4.0).c_str());
@@ -338,7 +341,7 @@ void part_peer(const Context& ctx) {
 
 // Part 6: a stream on one device waits for an event recorded on another
 void part_cross_event(const Context& ctx) {
-  if (!lab::have_devices(ctx, 2, "cross-event")) return;
+  if (!lab::have_two_devices(ctx, "cross-event")) return;
   const int producer = ctx.devices[0], consumer = ctx.devices[1];
   const std::size_t n = 1 << 22, bytes = n * sizeof(std::uint32_t);
   constexpr double kDelayMs = 20.0;  // how long the producing device works first
@@ -377,7 +380,6 @@ void part_cross_event(const Context& ctx) {
       "  device %d's stream finished %.1f ms after the issue; the producer worked %.0f ms\n",
       consumer, cs::host_now_ms() - begin, kDelayMs);
   cs::verify("cross_device_wait", lab::download(consumer, received_data, n), lab::pattern(n, 42u));
-  lab::explain_cross_event_environment(ctx.env);
   CS_CHECK(cudaStreamSynchronize(producer_stream));
   lab::release(producer, {produced_data}, producer_stream);
   lab::release(consumer, {received_data}, consumer_stream);
@@ -387,7 +389,7 @@ void part_cross_event(const Context& ctx) {
 
 // Part 7: the split job on N devices against the whole job on one
 void part_scaling(const Context& ctx, lab::JobData& job) {
-  if (!lab::have_devices(ctx, 2, "scaling")) return;
+  if (!lab::have_two_devices(ctx, "scaling")) return;
   const std::size_t n_devices = ctx.devices.size();
   std::printf("The job on device %d alone, then split over %zu devices:\n", ctx.devices.front(),
               n_devices);
@@ -403,10 +405,9 @@ void part_scaling(const Context& ctx, lab::JobData& job) {
   const double speedup = all.total_ms > 0 ? one.total_ms / all.total_ms : 0;
   std::printf("  one device: %.2f ms, %zu devices: %.2f ms (%.2fx); kernels: %.0f%% of the time\n",
               one.total_ms, n_devices, all.total_ms, speedup, 100 * one.kernel_share);
-  // N devices finish the job at least this fraction of N times faster than one: the slices are
-  // independent, so only launch and copy overheads are lost. That holds while the kernel (it
-  // splits perfectly) is at least kKernelShareMin of the time, since the copies of several
-  // devices may share one host link, and while the job takes at least kJobMsMin.
+  // N devices finish at least this fraction of N times faster than one: the slices are independent,
+  // only launch and copy overheads are lost. That holds while the kernel (it splits perfectly) is
+  // kKernelShareMin of the time (copies may share one host link) and the job takes kJobMsMin.
   constexpr double kScalingEfficiency = 0.7, kKernelShareMin = 0.75, kJobMsMin = 1.0;
   const std::string reason = lab::scaling_skip_reason(ctx, one, kKernelShareMin, kJobMsMin);
   cs::check_or_skip(reason, "scaling_speedup", speedup, cs::Compare::at_least,
@@ -415,7 +416,7 @@ void part_scaling(const Context& ctx, lab::JobData& job) {
 }
 
 int main(int argc, char** argv) {
-  lab::Flags f;  // --devices, --elements, --steps, --no-invalid-calls: see multi_device_lab.cuh
+  Context ctx;  // --devices, --elements, --steps, --no-invalid-calls: see multi_device_lab.cuh
   cs::CommonOptions common;
   cs::Options options("06_multi_device",
                       "Devices, the current device, per-device streams, a job "
@@ -428,13 +429,14 @@ int main(int argc, char** argv) {
                    {"peer", "peer access and cudaMemcpyPeerAsync between devices, 2 devices"},
                    {"cross-event", "a stream waits for another device's event, 2 devices"},
                    {"scaling", "the split job on N devices against one, 2 devices"}});
-  lab::add_flags(options, &f);
+  lab::add_flags(options, &ctx);
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
-  const cs::LaunchEnvironment env = cs::launch_environment();  // before the first CUDA call
+  ctx.env = cs::launch_environment();  // before the first CUDA call
+  ctx.common = &common;
   cs::select_device(common.device);
-  cs::print_launch_environment(env);
-  const Context ctx = lab::resolve_devices(f, parts.chosen(), common, env);
+  cs::print_launch_environment(ctx.env);
+  lab::resolve_devices(ctx, parts.chosen());
   const std::unique_ptr<lab::JobData> job =  // the split job's host arrays, where it runs
       lab::make_job(ctx, parts.selected("split") || parts.selected("scaling"));
   if (parts.begin("enumerate")) part_enumerate(ctx);
@@ -444,6 +446,5 @@ int main(int argc, char** argv) {
   if (parts.begin("peer")) part_peer(ctx);
   if (parts.begin("cross-event")) part_cross_event(ctx);
   if (parts.begin("scaling")) part_scaling(ctx, *job);
-  lab::print_summary();
   return cs::finish();
 }

@@ -81,12 +81,12 @@ chapter_test(NAME try.svg LABELS gpu ARGS --part split --svg split.svg
 # the program says what the setting changes.
 chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING=1
              MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
-                   "Under CUDA_LAUNCH_BLOCKING=1 every copy and launch returned only after its work"
+                   "every kernel launch waits for its kernel to finish"
                    "CHECK split_result: 0 of 8388608 values differ" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
              MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
-                   "CUDA_DEVICE_MAX_CONNECTIONS=1 gives each device one hardware queue"
+                   "the streams share 1 hardware work queue"
                    "CHECK split_result: 0 of 8388608 values differ" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 
