@@ -1,22 +1,14 @@
-// Chapter 07: broken and fixed synchronization, side by side
-//
-// The PyTorch notes warn: after `A = torch.empty(...).normal_(0.0, 1.0)`, `with
-// torch.cuda.stream(s): B = torch.sum(A)` "may start execution before normal_() finishes!" Each
-// case is a pair from one source: --broken issues the work without the wait it needs, --fixed
-// adds exactly that wait. The slow side spins --delay-ms (50 ms) on the GPU's timer, so the broken
-// variant loses its race every time; the program says what went wrong.
-//
-// Build and run (--part NAME is the same as --case NAME; --list, --help)
+// Chapter 07: broken and fixed synchronization, side by side. PyTorch's notes warn that in
+// `with torch.cuda.stream(s): B = torch.sum(A)` sum() "may start execution before normal_()
+// finishes!" Each case is a pair: --broken omits the wait it needs, --fixed adds exactly that
+// wait. The slow side spins --delay-ms (50 ms), so the broken variant loses its race every time.
 // clang-format off
 //   cmake --preset default && cmake --build --preset default && build/bin/07_broken_vs_fixed_sync
 //   nvcc -std=c++17 -arch=native -Icommon/include chapters/07_broken_vs_fixed_sync/broken_vs_fixed_sync.cu common/src/*.cpp -o 07_broken_vs_fixed_sync
 //   build/bin/07_broken_vs_fixed_sync --case cross-stream --broken     # exit 3: bug reproduced
 // clang-format on
-//
-// What to expect (broken_vs_fixed_sync_lab.cuh holds the machinery): each case prints a timeline,
-// CHECK lines and "BUG REPRODUCED: <what went wrong>" (broken) or why it is right (fixed). Exit 0:
-// all passed; 3: --broken reproduced its bug; 77: --broken under a setting that hides the bug, or
-// no GPU; 1: a check failed; 2: a bad command line.
+// --part NAME is --case NAME; --list, --help. Exit 0: all passed; 3: --broken showed its bug
+// ("BUG REPRODUCED: ..."); 77: a setting hides it, or no GPU; 1: a check failed; 2: bad flags.
 
 #include <cuda_runtime.h>
 
@@ -31,8 +23,7 @@
 #include "cuda_streams/device_clock.cuh"
 
 constexpr int kBlock = 256;
-// What a writer writes first and next (fill_kernel adds the index): a reader can tell them apart.
-constexpr std::uint32_t kFirstValues = 1u, kSecondValues = 1u << 30;
+constexpr std::uint32_t kFirstValues = 1u, kSecondValues = 1u << 30;  // a writer's 1st and 2nd fill
 using lab::Lab;
 
 // Kernels (each grid-stride loop covers any n with any grid)
@@ -101,9 +92,8 @@ void load_every_kernel() {
   CS_CHECK(cudaDeviceSynchronize());
 }
 
-// Do two streams share a hardware queue? A spin on `slow`, a kernel held behind it, then one on
-// `quick`: in slow's queue quick's kernel waits for the spin (a false dependency, chapter 02),
-// as a broken race's quick side would. Probed where CUDA_DEVICE_MAX_CONNECTIONS is set above 1.
+// Where CUDA_DEVICE_MAX_CONNECTIONS is set above 1: do two streams share a hardware queue? If so,
+// quick's kernel waits behind slow's held kernel (a false dependency, chapter 02), as a race would.
 void probe_queues(Lab& lab, cudaStream_t slow, cudaStream_t quick) {
   if (!lab.env.connections_from_env || lab.env.max_connections == 1) return;
   spin_kernel<<<1, 1, 0, slow>>>(lab.delay_ns());
@@ -117,13 +107,11 @@ void probe_queues(Lab& lab, cudaStream_t slow, cudaStream_t quick) {
 
 // Part 1: host-read: the host reads a pinned buffer right after cudaMemcpyAsync
 void part_host_read(Lab& lab, bool broken) {
-  lab.begin("host-read", broken);
   const std::size_t n = lab.n, bytes = n * sizeof(std::uint32_t);
   std::uint32_t *device = nullptr, *host = nullptr;
   CS_CHECK(cudaMalloc(&device, bytes));
   CS_CHECK(cudaMallocHost(&host, bytes));  // pinned: the copy really is asynchronous
   std::fill(host, host + n, 0u);
-  // Non-blocking (no order with stream 0); `copied` only orders (the timeline's events time).
   cudaStream_t stream = nullptr;
   cudaEvent_t copied = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -136,22 +124,20 @@ void part_host_read(Lab& lab, bool broken) {
   span = timeline.span("stream", "produce", stream);
   fill_kernel<<<lab.grid, kBlock, 0, stream>>>(device, n, 1u);
   CS_CHECK_LAUNCH();
-  span = timeline.span("stream", "transfer D2H", stream);  // core: host-read (17 lines)
+  span = timeline.span("stream", "transfer D2H", stream);  // core: host-read (15 lines)
   CS_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
   span.end();
   CS_CHECK(cudaEventRecord(copied, stream));
   if (broken) {  // the bug: the copy was only queued, and the host reads at once
     const std::size_t seen = lab::count_equal(host, want);
     lab.bug_verdict("host_read_bug_shown", seen < n,
-                    cs::format("read %zu of %zu expected values", seen, n),
+                    cs::format("the host read %zu of %zu expected values", seen, n),
                     lab.may_hide(lab::kOnlyTheCopyRaced));
-    CS_CHECK(cudaStreamSynchronize(stream));
-    std::printf("after cudaStreamSynchronize the same buffer holds the data: it was only late\n");
+    CS_CHECK(cudaStreamSynchronize(stream));  // the same buffer, read again: the data was late
     cs::verify("host_read_after_sync", host, want.data(), n);
   } else {
     CS_CHECK(cudaEventSynchronize(copied));  // the fix (cudaStreamSynchronize would do too)
     cs::verify("host_read_after_event_sync", host, want.data(), n);
-    lab.explain();
   }
   cs::publish_timeline(timeline.collect(), *lab.common, "host-read: the host's read is not on it");
   CS_CHECK(cudaEventDestroy(copied));
@@ -160,8 +146,7 @@ void part_host_read(Lab& lab, bool broken) {
   CS_CHECK(cudaFree(device));
 }
 
-// The seed's scene, also part 6's: a slow producer fills A on stream p, then records an event; the
-// consumer sums A on stream c (after waiting for that event if `wait`). Did c see all of A?
+// The seed's scene (also part 6's): a slow producer fills A on p; c sums A, after p's event if wait
 bool seed_scene(Lab& lab, unsigned stream_flags, bool wait, bool legacy_kernel, std::string* saw,
                 const std::string& title) {
   lab::SumBuffers buffers(lab.n);
@@ -196,15 +181,13 @@ bool seed_scene(Lab& lab, unsigned stream_flags, bool wait, bool legacy_kernel, 
 
 // Part 2: cross-stream: the seed's normal_() on stream p, sum() on stream c
 void part_cross_stream(Lab& lab, bool broken) {
-  lab.begin("cross-stream", broken);
   std::string saw;
   const bool right = seed_scene(lab, cudaStreamNonBlocking, !broken, false, &saw,
                                 "cross-stream: normal_() on p, sum() on c");
   if (broken) {
-    lab.bug_verdict("cross_stream_bug_shown", !right, saw, lab.race_hidden());
+    lab.bug_verdict("cross_stream_bug_shown", !right, "the consumer " + saw, lab.race_hidden());
   } else {
     cs::check_that("cross_stream_sum", right, "the consumer " + saw);
-    lab.explain();
   }
 }
 
@@ -248,7 +231,6 @@ lab::ReaderScene slow_reader_scene(Lab& lab, const char* title, Between&& betwee
 
 // Part 3: reuse: the next iteration overwrites a buffer that another stream still reads
 void part_reuse(Lab& lab, bool broken) {
-  lab.begin("reuse", broken);
   cudaEvent_t read_done = nullptr;  // core: reuse (7 lines)
   CS_CHECK(cudaEventCreateWithFlags(&read_done, cudaEventDisableTiming));
   auto between = [&](cudaStream_t writer, cudaStream_t reader, std::uint32_t* block) {
@@ -262,19 +244,18 @@ void part_reuse(Lab& lab, bool broken) {
   const std::size_t seen = lab::count_equal(scene.seen_by_reader.data(), first);
   if (broken) {
     lab.bug_verdict("reuse_bug_shown", seen < lab.n,
-                    cs::format("saw %zu of %zu values", seen, lab.n), lab.race_hidden());
+                    cs::format("the reader saw %zu of %zu values of iteration 1", seen, lab.n),
+                    lab.race_hidden());
   } else {
     cs::verify("reader_saw_iteration_1", scene.seen_by_reader, first);
     cs::verify("buffer_holds_iteration_2", scene.overwritten,
                lab::values_from(kSecondValues, lab.n));
-    lab.explain();
   }
   CS_CHECK(cudaEventDestroy(read_done));
 }
 
 // Part 4: use-after-free: cudaFreeAsync on the allocating stream while another stream reads
 void part_use_after_free(Lab& lab, bool broken) {
-  lab.begin("use-after-free", broken);
   // The pool keeps freed blocks mapped: a late reader finds someone else's data, not a fault.
   cudaMemPool_t pool = nullptr;  // core: use-after-free (14 lines)
   std::uint64_t keep_everything = UINT64_MAX, release_at_sync = 0;
@@ -298,29 +279,29 @@ void part_use_after_free(Lab& lab, bool broken) {
   const std::size_t seen = lab::count_equal(scene.seen_by_reader.data(), own);
   if (broken) {
     lab.bug_verdict("use_after_free_bug_shown", seen < lab.n,
-                    cs::format("saw %zu of %zu values", seen, lab.n), lab.race_hidden());
+                    cs::format("the reader saw %zu of %zu values of its own buffer", seen, lab.n),
+                    lab.race_hidden());
   } else {
     cs::verify("reader_saw_its_buffer", scene.seen_by_reader, own);
     cs::verify("next_allocation_holds_its_data", scene.overwritten,
                lab::values_from(kSecondValues, lab.n));
-    lab.explain();
     if (lab.common->no_timing) return;
-    // Plain cudaFree waits until the device has finished all of its work: a freed buffer cannot
-    // be in use any more, at the price of a full stop. Shown with a kernel unrelated to it.
+    // Plain cudaFree waits for the whole device: shown with a kernel unrelated to the buffer.
     void* unrelated = nullptr;
     CS_CHECK(cudaMalloc(&unrelated, 1 << 20));
     spin_kernel<<<1, 1>>>(lab.delay_ns());
     CS_CHECK_LAUNCH();
     const double begin = cs::host_now_ms();
     CS_CHECK(cudaFree(unrelated));
-    lab.say_how_long_cudafree_took(cs::host_now_ms() - begin);
+    const std::string took = cs::format_ms(cs::host_now_ms() - begin);
+    std::printf("plain cudaFree of an unrelated buffer, during a %d ms kernel: %s\n", lab.delay_ms,
+                took.c_str());
     CS_CHECK(cudaDeviceSynchronize());
   }
 }
 
 // Part 5: over-sync: cudaDeviceSynchronize after every launch: right, but slow
 void part_over_sync(Lab& lab, bool broken) {
-  lab.begin("over-sync", broken);
   constexpr int kStreams = 4, kKernels = 64, kKernelNs = 20000;  // 256 small kernels of 20 us
   constexpr std::size_t kPerStream = 4096;                       // elements each stream steps
   std::vector<cudaStream_t> streams(kStreams);
@@ -346,13 +327,15 @@ void part_over_sync(Lab& lab, bool broken) {
     issue(broken, &timeline);
   });
   cs::publish_timeline(timeline.collect(), *lab.common, "over-sync: 4 streams of small kernels");
-  // Timed unless --no-timing or a setting makes the ratio meaningless (a skipped check says so).
-  if (lab.can_time_over_sync(broken)) {  // the other version is right too; both timed: fair
+  if (lab.over_sync_skip(broken).empty()) {  // each variant checks and times both versions
     lab::verify_steps(!broken, data.data, kStreams * kPerStream, kKernels,
                       [&] { issue(!broken, nullptr); });
     const cs::Stats once = cs::time_device_ms(1, 7, [&] { issue(false, nullptr); });
     const cs::Stats every = cs::time_device_ms(1, 7, [&] { issue(true, nullptr); });
-    lab::print_medians(once, every, kStreams * kKernels);
+    std::printf(
+        "one sync at the end: %s; a sync after each of the %d launches: %s (medians of 7)\n",
+        cs::format_ms(once.median).c_str(), kKernels * kStreams,
+        cs::format_ms(every.median).c_str());
     // A queue per stream and concurrent kernels: the 4 streams overlap (4x ideal), the host stops
     // waiting. Else (streams share queues: a held kernel holds up the rest) the host's waits.
     constexpr double kSlowdownOverlapping = 1.5, kSlowdownSerial = 1.1;
@@ -363,15 +346,18 @@ void part_over_sync(Lab& lab, bool broken) {
         overlap ? kSlowdownOverlapping : kSlowdownSerial, "x",
         overlap ? "the device runs kernels concurrently: streams overlap"
                 : "fewer queues than streams, or no concurrent kernels: the host's waits");
-    if (broken) lab.demonstrated(slower, cs::format("%.1fx", slowdown));
-    if (!broken) lab.explain();
+    if (broken) {
+      lab.demonstrated(
+          slower,
+          cs::format("synchronizing after every launch made the same, correct work %.1fx slower",
+                     slowdown));
+    }
   }
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
 // Part 6: legacy-default: a kernel in the legacy default stream hides a missing wait
 void part_legacy_default(Lab& lab, bool broken) {
-  lab.begin("legacy-default", broken);
   std::string saw;
   if (broken) {  // core: legacy-default (16 lines)
     // cudaStreamDefault: blocking streams, which synchronize with the legacy default stream.
@@ -382,35 +368,45 @@ void part_legacy_default(Lab& lab, bool broken) {
                        ": the stream-0 kernel waited for p, and c waited for it");
     const bool right = seed_scene(lab, cudaStreamNonBlocking, false, true, &saw,
                                   "legacy-default: non-blocking streams");
-    lab.bug_verdict("legacy_default_bug_shown", !right, saw, lab.legacy_race_hidden());
+    lab.bug_verdict("legacy_default_bug_shown", !right,
+                    "with non-blocking streams the consumer " + saw, lab.legacy_race_hidden());
   } else {
     const bool right = seed_scene(lab, cudaStreamNonBlocking, true, true, &saw,
                                   "legacy-default fixed: non-blocking streams, event wait");
     cs::check_that("event_wait_sum", right, "the consumer " + saw);
-    lab.explain();
   }
 }
 
 // Part 7: hidden-by-setting: CUDA_LAUNCH_BLOCKING=1 or one hardware queue hides the seed's race
 void part_hidden_by_setting(Lab& lab, bool broken) {
-  lab.begin("hidden-by-setting", broken);
-  // Read once, at start: each setting needs a new process (this program, --case cross-stream).
-  const std::vector<lab::ChildRun> runs = lab::run_under_each_setting(lab, broken);
-  if (runs.empty()) return;  // the device lets one process at a time use it (said why)
-  if (!broken) {             // core: hidden-by-setting (14 lines)
-    const int right = (runs[0].status == 0) + (runs[1].status == 0) + (runs[2].status == 0);
+  int mode = 0;  // other processes may share the device only in the default compute mode
+  CS_CHECK(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, lab.device));
+  if (mode != cudaComputeModeDefault) {
+    return cs::check_skipped("runs_under_each_setting",
+                             "the device's compute mode lets one process at a time use it");
+  }
+  // The runtime reads both variables once, at start: each setting needs a process of its own.
+  const std::string args =
+      cs::format("--case cross-stream %s --delay-ms %d --elements %zu --device %d",
+                 broken ? "--broken" : "--fixed", lab.delay_ms, lab.n, lab.device);
+  const int defaults = lab::run_again("", args);  // core: hidden-by-setting (18 lines)
+  const int launch_blocking = lab::run_again("CUDA_LAUNCH_BLOCKING=1", args);
+  const int one_queue = lab::run_again("CUDA_DEVICE_MAX_CONNECTIONS=1", args);
+  if (!broken) {
+    const int right = (defaults == 0) + (launch_blocking == 0) + (one_queue == 0);
     cs::check_that("fixed_right_under_every_setting", right == 3,
                    cs::format("the fixed code was right under %d of the 3 settings", right));
-    return lab.explain();
+    return;
   }
   // cross-stream --broken exits 3 when its race was lost, 77 when a setting hid it.
-  const bool shown = runs[0].status == lab::kBugReproducedExitCode;
-  const int hidden = (runs[1].status == 77) + (runs[2].status == 77);
+  const bool shown = defaults == lab::kBugReproducedExitCode;
+  const int hidden = (launch_blocking == 77) + (one_queue == 77);
   cs::check_that("hidden_race_by_default", shown,
                  shown ? "with the default settings the race was lost"
-                       : cs::format("with the default settings it exited %d", runs[0].status));
+                       : cs::format("with the default settings it exited %d", defaults));
   lab.bug_verdict("hidden_race_by_a_setting", shown && hidden > 0,
-                  cs::format("%d of the 2 settings", hidden), "");
+                  cs::format("the same code gave the right sum under %d of the 2 settings", hidden),
+                  "");
 }
 
 int main(int argc, char** argv) {
@@ -437,7 +433,10 @@ int main(int argc, char** argv) {
   load_every_kernel();
   auto run = [&](const char* name, void (*part)(Lab&, bool)) {
     if (!f.chooses(name) || !parts.begin(name)) return;
-    for (bool broken : variants) part(lab, broken);
+    for (bool broken : variants) {
+      std::printf("\n-- %s\n", broken ? "broken" : "fixed");
+      part(lab, broken);
+    }
   };
   run("host-read", part_host_read);
   run("cross-stream", part_cross_stream);

@@ -1,8 +1,5 @@
-// Chapter 07's machinery: its flags and the choice of variants, the buffers a sum writes into,
-// the words a broken variant prints when its bug showed (or could not show under a setting), the
-// exit status, and running this program again under other environment settings (for part
-// hidden-by-setting). None of it is the lesson; a reader may skip this file. The calls the chapter
-// teaches (launches, events, waits, frees, synchronizations) are all in broken_vs_fixed_sync.cu.
+// Chapter 07's machinery, which a reader may skip: flags, verdicts and exit status, buffers and
+// their CPU references, and this program run again under a setting. No call the chapter teaches.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,21 +16,16 @@
 
 namespace lab {
 
-// Exit status of a run of --broken variants that showed their bugs.
-constexpr int kBugReproducedExitCode = 3;
+constexpr int kBugReproducedExitCode = 3;  // --broken, and its bug showed
 
-// The program's --help text.
 constexpr const char* kAbout =
     "Synchronization bugs and their fixes, each a pair: --case NAME --broken | --fixed (with "
     "neither, broken then fixed).\nExit status: 0 right; 3 --broken and the bug was reproduced; 77 "
     "--broken under a setting that hides it; 1 a check failed.";
 
-// The chapter's flags, with their defaults.
 struct Flags {
   std::string case_name = "all";  // --case: this chapter's name for --part
-  bool broken = false;
-  bool fixed = false;
-  bool list = false;
+  bool broken = false, fixed = false, list = false;
   int delay_ms = 50;
   std::size_t elements = 1u << 20;
   bool chooses(const std::string& name) const { return case_name == "all" || case_name == name; }
@@ -53,15 +45,14 @@ inline void add_flags(cs::Options& options, Flags* f, const std::vector<cs::Part
   options.add_size("elements", &f->elements, 1024, 64u << 20, "elements of each case's buffers");
 }
 
-// Which variants run, broken first: validates the combination of flags (before any CUDA call),
-// and answers --list.
+// Which variants run, broken first; checks the flags together (before any CUDA call), answers
+// --list.
 inline std::vector<bool> variants_or_exit(const Flags& f, const cs::Parts& parts,
                                           const std::vector<cs::Parts::Part>& cases,
                                           const cs::CommonOptions& common) {
   if (f.list) {
     std::printf("Cases (run each with --case NAME --broken or --case NAME --fixed):\n");
-    for (const cs::Parts::Part& c : cases)
-      std::printf("  %-18s %s\n", c.name.c_str(), c.what.c_str());
+    for (const auto& c : cases) std::printf("  %-18s %s\n", c.name.c_str(), c.what.c_str());
     std::printf("  %-18s every case above, one after the other\n", "all");
     std::exit(0);
   }
@@ -80,66 +71,11 @@ inline std::vector<bool> variants_or_exit(const Flags& f, const cs::Parts& parts
   return {true, false};  // neither: the whole lesson, each case broken and then fixed
 }
 
-// What each case's variants do, what went wrong when a broken one lost its race (@ stands for
-// what it measured), and why a fixed one is right.
-struct CaseWords {
-  const char *name, *broken, *fixed, *bug, *why_right;
-};
-inline const CaseWords& words_of(const std::string& name) {
-  static const CaseWords words[] = {
-      {"host-read", "read right after cudaMemcpyAsync returns",
-       "cudaEventSynchronize(copied), then read",
-       "the host @: it did not wait for cudaMemcpyAsync to finish",
-       "cudaEventSynchronize(copied) returned only after the copy, and the slow producer queued "
-       "before it, had finished (cudaStreamSynchronize(stream) would do the same)"},
-      {"cross-stream", "sum() on c right after normal_() on p, no wait",
-       "c waits for an event recorded on p after normal_()",
-       "the consumer @: it did not wait for the producer",
-       "stream c waited (cudaStreamWaitEvent) for the event recorded on stream p after "
-       "normal_(), so sum() started only once A was written"},
-      {"reuse", "iteration 2 overwrites the buffer at once",
-       "the writer waits for an event recorded after the read",
-       "the reader @ of iteration 1: the writer overwrote the buffer with iteration 2 before the "
-       "reader was done with it",
-       "the writer's stream waited for the event recorded after the read, so iteration 2 "
-       "overwrote the buffer only when iteration 1's reader no longer needed it"},
-      {"use-after-free", "cudaFreeAsync(block, owner): the allocating stream",
-       "cudaFreeAsync(block, reader): the stream of the last use",
-       "the reader @ of its own buffer: cudaFreeAsync on stream owner released the block while "
-       "stream reader still used it, the pool handed it out again and its new owner overwrote it",
-       "cudaFreeAsync in the reader's stream released the block only after the read, so the "
-       "next allocation on stream owner could have it only after that"},
-      {"over-sync", "cudaDeviceSynchronize after every launch",
-       "one cudaDeviceSynchronize after all launches",
-       "synchronizing after every launch made the same, correct work @ slower: the host waited "
-       "for each kernel, so the 4 streams never overlapped",
-       "stream order alone keeps each stream's kernels in order; with one synchronization at the "
-       "end the host keeps launching and the streams overlap"},
-      {"legacy-default", "no wait between p and c: blocking, then non-blocking streams",
-       "non-blocking streams, and c waits for p's event",
-       "with non-blocking streams the consumer @: only the legacy default stream had been "
-       "ordering it after the producer",
-       "stream c waits for an event recorded on p after the producer: the order is stated in the "
-       "code, and no longer depends on a kernel that happens to sit in stream 0"},
-      {"hidden-by-setting", "cross-stream --broken under each setting",
-       "cross-stream --fixed under each setting",
-       "the same code gave the right sum under @ and the wrong one with the defaults: a test "
-       "run only under such a setting proves nothing",
-       "the event wait orders sum() after normal_() whatever the launches and queues"},
-  };
-  for (const CaseWords& w : words) {
-    if (name == w.name) return w;
-  }
-  std::abort();
-}
-
-// Why a setting hides the bug of a race between a slow stream and a quick one.
+// Skip reasons: why a setting hides a race between a slow stream and a quick one.
 constexpr const char* kLaunchWaited =
     "the slow kernel's launch returned only after it had run, so the quick side was issued too "
     "late to race it";
-// host-read under CUDA_LAUNCH_BLOCKING=1: the copy itself stays asynchronous, so the read can
-// still lose the race, but only against the copy's last microseconds.
-constexpr const char* kOnlyTheCopyRaced =
+constexpr const char* kOnlyTheCopyRaced =  // host-read: the copy stays asynchronous
     "the kernels before the copy had run inside their launches, so only the copy itself (well "
     "under a millisecond) raced the read, and the host read behind it";
 constexpr const char* kSharedQueue =
@@ -168,15 +104,13 @@ struct Lab {
   cudaDeviceProp prop;
   cs::LaunchEnvironment env;
   const cs::CommonOptions* common;
-  const CaseWords* words = nullptr;  // the case that runs
-  int reproduced = 0;                // broken variants whose bug showed
-  std::string hidden;  // why the last hidden bug could not show ("cannot be shown under ...")
+  int reproduced = 0;         // broken variants whose bug showed
+  std::string hidden;         // why the last hidden bug could not show
   bool queue_shared = false;  // the last probe_queues(): the two streams share a hardware queue
-  unsigned long long delay_ns() const {
-    return static_cast<unsigned long long>(delay_ms) * 1000000ull;
-  }
-  // "cannot be shown under <setting>: <why>" when a setting of this run hides a case's bug (the
-  // case passes nullptr for a setting that does not), or "". Queues: one, or measured as shared.
+  unsigned long long delay_ns() const { return delay_ms * 1000000ull; }
+
+  // "cannot be shown under <setting>: <why>" when a setting of this run hides a bug (nullptr: that
+  // setting does not), or "". Queues: one, or measured as shared.
   std::string hides(const char* launch_blocking_why, const char* queue_why) const {
     if (env.launch_blocking && launch_blocking_why != nullptr) {
       return std::string("cannot be shown under CUDA_LAUNCH_BLOCKING=1: ") + launch_blocking_why;
@@ -185,15 +119,15 @@ struct Lab {
     return cs::format("cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=%d: %s%s",
                       env.max_connections, env.max_connections == 1 ? "" : "measured: ", queue_why);
   }
-  // "did not show under <setting>: <why>" for a bug a setting makes unlikely (host-read), or "".
+  // host-read's race only narrows under CUDA_LAUNCH_BLOCKING=1: "did not show" rather than
+  // "cannot".
   std::string may_hide(const char* launch_blocking_why) const {
     if (!env.launch_blocking) return "";
     return std::string("did not show under CUDA_LAUNCH_BLOCKING=1: ") + launch_blocking_why;
   }
-  // hides() for a race between a slow stream and a quick one.
   std::string race_hidden() const { return hides(kLaunchWaited, kSharedQueue); }
-  // legacy-default's race has a third stream, the legacy one: on fewer than 3 queues two of the
-  // three share one, and which two (seen to vary between runs) the driver does not document.
+  // legacy-default has a third stream, the legacy one: on fewer than 3 queues two of the three
+  // share one, and which two (seen to vary between runs) the driver does not document.
   std::string legacy_race_hidden() const {
     if (!race_hidden().empty() || env.max_connections >= 3) return race_hidden();
     return cs::format(
@@ -201,63 +135,39 @@ struct Lab {
         "stream share %d hardware queues; %s",
         env.max_connections, env.max_connections, kSharedQueue);
   }
-  // Starts a variant of case `name`: one line saying what it issues.
-  void begin(const char* name, bool broken) {
-    words = &words_of(name);
-    std::printf("\n-- %s: %s\n", broken ? "broken" : "fixed",
-                broken ? words->broken : words->fixed);
-  }
-  void explain() const { std::printf("Why it is right: %s\n", words->why_right); }
-  // A broken variant's bug showed (counted; `detail` is what it measured), or it did not.
-  void demonstrated(bool shown, const std::string& detail) {
+  // A broken variant's bug showed (counted; `what` is what it measured), or it did not.
+  void demonstrated(bool shown, const std::string& what) {
     if (shown) ++reproduced;
-    std::string bug = words->bug;
-    if (shown) std::printf("BUG REPRODUCED: %s\n", bug.replace(bug.find('@'), 1, detail).c_str());
+    if (shown) std::printf("BUG REPRODUCED: %s\n", what.c_str());
     if (!shown) std::printf("bug NOT reproduced: the result was right: it demonstrates nothing\n");
   }
-  // A setting of this run hid a broken variant's bug: a skipped check, and exit 77 with --broken
-  // if no other bug showed.
+  // A setting hid the bug: a skipped check, and exit 77 with --broken if no other bug showed.
   void skip_hidden(const std::string& check, const std::string& reason) {
-    std::printf("The result was right this time: the bug %s\n", reason.c_str());
     hidden = reason;
     cs::check_skipped(check, reason);
   }
-  // over-sync: whether both versions can be timed; if not, a skipped check says why. Broken: a
-  // setting that hides the slowdown. Fixed: no time measured, or no overlap possible.
-  bool can_time_over_sync(bool broken) {
+  // over-sync: why its ratio is not measured (a skipped check says so), or "" to time it.
+  std::string over_sync_skip(bool broken) {
     std::string skip =
         broken ? hides("every launch already waited for its kernel", nullptr)
                : cs::first_reason({common->timing_skip_reason(), cs::no_overlap_reason(env)});
     if (broken && skip.empty() && common->no_timing)  // the whole lesson with --no-timing
       skip = "cannot be shown with --no-timing: over-sync's bug is its running time";
-    if (!skip.empty() && broken) skip_hidden("over_sync_slowdown", skip);
-    if (!skip.empty() && !broken) {
+    if (broken && !skip.empty()) skip_hidden("over_sync_slowdown", skip);
+    if (!broken && !skip.empty())
       cs::check_skipped(common->no_timing ? "over_sync_slowdown" : "sync_once_speedup", skip);
-    }
-    return skip.empty();
+    return skip;
   }
-  // use-after-free: what plain cudaFree's time, issued while a kernel spun delay_ms, says.
-  void say_how_long_cudafree_took(double inside_ms) const {
-    std::printf(
-        "plain cudaFree of an unrelated buffer, issued while a %d ms kernel ran: returned "
-        "after %s, so it %s\n",
-        delay_ms, cs::format_ms(inside_ms).c_str(),
-        env.launch_blocking           ? "found it done (the launch itself had waited)"
-        : inside_ms >= 0.5 * delay_ms ? "waited for the device to finish its work"
-                                      : "did not wait for the device on this system");
-  }
-  // The verdict of a broken variant whose bug is a wrong result: shown, hidden by a setting
-  // (`hidden_reason` from hides()), or not shown.
-  void bug_verdict(const std::string& check, bool shown, const std::string& detail,
+  // A broken variant whose bug is a wrong result: shown, hidden by a setting, or not shown.
+  void bug_verdict(const std::string& check, bool shown, const std::string& what,
                    const std::string& hidden_reason) {
     if (!shown && !hidden_reason.empty()) return skip_hidden(check, hidden_reason);
-    demonstrated(shown, detail);
+    demonstrated(shown, what);
     cs::check_that(check, shown, shown ? "the bug showed" : "the bug did not show");
   }
 };
 
-// The exit status: --broken ends in 3 when the bugs showed, 77 when a setting hid every one of
-// them, 1 when a check failed; otherwise cs::finish()'s 0 or 1.
+// --broken ends in 3 when the bugs showed, 77 when a setting hid every one, 1 when a check failed.
 inline int exit_status(const Lab& lab, const Flags& f, int status) {
   if (!f.broken) return status;
   if (status != 0) {
@@ -273,10 +183,7 @@ inline int exit_status(const Lab& lab, const Flags& f, int status) {
   return kBugReproducedExitCode;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Values and buffers
-// ---------------------------------------------------------------------------------------------
-
+// base, base + 1, ...: what fill_kernel writes.
 inline std::vector<std::uint32_t> values_from(std::uint32_t base, std::size_t n) {
   std::vector<std::uint32_t> values(n);
   for (std::size_t i = 0; i < n; ++i) values[i] = base + static_cast<std::uint32_t>(i);
@@ -304,12 +211,10 @@ struct DeviceBuffer {
     CS_CHECK(cudaDeviceSynchronize());
   }
   ~DeviceBuffer() { CS_CHECK(cudaFree(data)); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-// A producer's buffer A (zeros until it writes: what an early reader finds), and what the
-// consumer's B = sum(A) wrote: the sum and how many A[i] held the producer's value.
+// A producer's buffer A (zeros until it writes) and what B = sum(A) wrote: the sum and how many
+// A[i] held the producer's value i % 5 + 1 (small whole numbers: the sum is exact in any order).
 struct SumBuffers {
   float* a = nullptr;
   double* sum = nullptr;
@@ -333,28 +238,17 @@ struct SumBuffers {
     CS_CHECK(cudaFree(matches));
     CS_CHECK(cudaFree(counter));
   }
-  SumBuffers(const SumBuffers&) = delete;
-  SumBuffers& operator=(const SumBuffers&) = delete;
-
-  // The sum when every A[i] = i % 5 + 1 (the producer's values): small whole numbers, so the
-  // GPU's sum is exact in any order.
-  double expected_sum() const {
-    double want = 0;
-    for (std::size_t i = 0; i < n; ++i) want += static_cast<double>(i % 5 + 1);
-    return want;
-  }
-  // Reads the result back; whether the consumer saw every value the producer wrote, and the
-  // words that say what it saw.
-  bool right(std::string* words) const {
-    double got = 0;
+  // Whether the consumer saw every value the producer wrote; `saw` says what it read.
+  bool right(std::string* saw) const {
+    double got = 0, want = 0;
     unsigned long long seen = 0;
     CS_CHECK(cudaMemcpy(&got, sum, sizeof(double), cudaMemcpyDeviceToHost));
     CS_CHECK(cudaMemcpy(&seen, matches, sizeof seen, cudaMemcpyDeviceToHost));
-    const double want = expected_sum();
-    *words = got == want ? cs::format("read %llu of %zu expected values (sum %.0f, as on the CPU)",
-                                      seen, n, got)
-                         : cs::format("read %llu of %zu expected values (sum %.0f instead of %.0f)",
-                                      seen, n, got, want);
+    for (std::size_t i = 0; i < n; ++i) want += static_cast<double>(i % 5 + 1);
+    *saw = got == want ? cs::format("read %llu of %zu expected values (sum %.0f, as on the CPU)",
+                                    seen, n, got)
+                       : cs::format("read %llu of %zu expected values (sum %.0f instead of %.0f)",
+                                    seen, n, got, want);
     return seen == n && got == want;
   }
 };
@@ -364,19 +258,12 @@ struct ReaderScene {
   std::vector<std::uint32_t> seen_by_reader, overwritten;
 };
 
-// over-sync's medians of both versions.
-inline void print_medians(const cs::Stats& once, const cs::Stats& every, int launches) {
-  std::printf("one sync at the end: %s; a sync after each of the %d launches: %s (medians of 7)\n",
-              cs::format_ms(once.median).c_str(), launches, cs::format_ms(every.median).c_str());
-}
-
 // over-sync's check: element i starts at i, `work` runs the kernels (each maps x to 3x + k + 1,
 // k = 0 .. kernels - 1, in its stream's order), and the result is compared with the CPU's.
 template <typename Work>
 void verify_steps(bool synced_after_each, std::uint32_t* data, std::size_t n, int kernels,
                   Work&& work) {
-  std::vector<std::uint32_t> want(n);
-  for (std::size_t i = 0; i < n; ++i) want[i] = static_cast<std::uint32_t>(i);
+  std::vector<std::uint32_t> want = values_from(0u, n);
   CS_CHECK(cudaMemcpy(data, want.data(), n * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
   CS_CHECK(cudaDeviceSynchronize());  // non-blocking streams do not wait for the legacy stream
   work();
@@ -387,67 +274,30 @@ void verify_steps(bool synced_after_each, std::uint32_t* data, std::size_t n, in
              want);
 }
 
-// ---------------------------------------------------------------------------------------------
-// This program, run again under other settings (part hidden-by-setting)
-// ---------------------------------------------------------------------------------------------
-
-// What a run of this program under one setting gave: its exit status and the lines that say what
-// happened (the verdict, the result and the timeline's rows).
-struct ChildRun {
-  int status = -1;
-  std::vector<std::string> lines;
-};
-
-// The runtime reads CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS once, when it starts, so
-// another setting needs another process: runs this program with `args`, with both variables
-// removed and then `setting` ("" for the defaults, or "NAME=value") added.
-inline ChildRun run_under(const std::string& setting, const std::string& args) {
+// Runs this program with `args` in a new process, with both variables removed and then `setting`
+// ("" or "NAME=value") added; prints its exit status and its verdict, check and stream rows.
+inline int run_again(const std::string& setting, const std::string& args) {
   char exe[4096] = {};
   const ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  ChildRun run;
-  if (length <= 0) return run;
   const std::string command = "env -u CUDA_LAUNCH_BLOCKING -u CUDA_DEVICE_MAX_CONNECTIONS " +
-                              setting + " '" + std::string(exe, length) + "' " + args + " 2>&1";
+                              setting + " '" + std::string(exe, length > 0 ? length : 0) + "' " +
+                              args + " 2>&1";
   std::fflush(stdout);
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
+  FILE* pipe = length > 0 ? popen(command.c_str(), "r") : nullptr;
+  std::vector<std::string> lines;
   char line[4096];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+  while (pipe != nullptr && std::fgets(line, sizeof line, pipe) != nullptr) {
     std::string text(line);
     if (!text.empty() && text.back() == '\n') text.pop_back();
-    for (const char* keep :
-         {"BUG REPRODUCED", "bug NOT", "CHECK cross", "stream p ", "stream c "}) {
-      if (text.rfind(keep, 0) == 0) run.lines.push_back(text);
-    }
+    for (const char* keep : {"BUG REPRODUCED", "bug NOT", "CHECK cross", "stream p ", "stream c "})
+      if (text.rfind(keep, 0) == 0) lines.push_back(text);
   }
-  const int raw = pclose(pipe);
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return run;
-}
-
-// Runs this program's cross-stream case (broken or fixed, with this run's sizes) under the
-// defaults, CUDA_LAUNCH_BLOCKING=1 and CUDA_DEVICE_MAX_CONNECTIONS=1, printing what each run said;
-// none where the device's compute mode lets only one process use it at a time (a skipped check
-// says so).
-inline std::vector<ChildRun> run_under_each_setting(const Lab& lab, bool broken) {
-  const std::string args =
-      cs::format("--case cross-stream %s --delay-ms %d --elements %zu --device %d",
-                 broken ? "--broken" : "--fixed", lab.delay_ms, lab.n, lab.device);
-  int mode = 0;
-  CS_CHECK(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, lab.device));
-  if (mode != cudaComputeModeDefault) {
-    cs::check_skipped("runs_under_each_setting",
-                      "the device's compute mode lets one process at a time use it");
-    return {};
-  }
-  std::vector<ChildRun> runs;
-  for (const char* setting : {"", "CUDA_LAUNCH_BLOCKING=1", "CUDA_DEVICE_MAX_CONNECTIONS=1"}) {
-    runs.push_back(run_under(setting, args));
-    std::printf("%s%s07_broken_vs_fixed_sync %s   -> exit status %d\n", setting,
-                *setting ? " " : "", args.c_str(), runs.back().status);
-    for (const std::string& line : runs.back().lines) std::printf("    %s\n", line.c_str());
-  }
-  return runs;
+  const int raw = pipe != nullptr ? pclose(pipe) : -1;
+  const int status = pipe != nullptr && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::printf("%s%s07_broken_vs_fixed_sync %s   -> exit status %d\n", setting.c_str(),
+              setting.empty() ? "" : " ", args.c_str(), status);
+  for (const std::string& kept : lines) std::printf("    %s\n", kept.c_str());
+  return status;
 }
 
 }  // namespace lab

@@ -8,23 +8,23 @@ chapter_test(NAME list LABELS host ARGS --list
 
 # host-read: reading a pinned buffer right after cudaMemcpyAsync.
 chapter_test(NAME host_read.broken LABELS gpu ARGS --case host-read --broken EXIT 3
-             MATCH "BUG REPRODUCED: the host read [0-9]+ of 1048576 expected values: it did not wait for cudaMemcpyAsync to finish"
+             MATCH "BUG REPRODUCED: the host read [0-9]+ of 1048576 expected values"
                    "CHECK host_read_after_sync: 0 of 1048576 values differ"
                    "Exit status 3: the bug was reproduced")
 chapter_test(NAME host_read.fixed LABELS gpu ARGS --case host-read --fixed
-             MATCH "CHECK host_read_after_event_sync: 0 of 1048576 values differ" "Why it is right"
+             MATCH "CHECK host_read_after_event_sync: 0 of 1048576 values differ" "All [1-9][0-9]* checks passed"
              NO_MATCH "BUG REPRODUCED")
 
 # cross-stream: the seed's normal_() on stream p and sum() on stream c.
 chapter_test(NAME cross_stream.broken LABELS gpu ARGS --case cross-stream --broken EXIT 3
-             MATCH "BUG REPRODUCED: the consumer read [0-9]+ of 1048576 expected values \\(sum [0-9]+ instead of 3145726\\): it did not wait for the producer")
+             MATCH "BUG REPRODUCED: the consumer read [0-9]+ of 1048576 expected values \\(sum [0-9]+ instead of 3145726\\)")
 chapter_test(NAME cross_stream.fixed LABELS gpu ARGS --case cross-stream --fixed
              MATCH "CHECK cross_stream_sum: the consumer read 1048576 of 1048576 expected values \\(sum 3145726, as on the CPU\\) ... PASS"
              NO_MATCH "BUG REPRODUCED")
 
 # reuse: the next iteration overwrites a buffer another stream still reads.
 chapter_test(NAME reuse.broken LABELS gpu ARGS --case reuse --broken EXIT 3
-             MATCH "BUG REPRODUCED: the reader saw [0-9]+ of 1048576 values of iteration 1: the writer overwrote the buffer")
+             MATCH "BUG REPRODUCED: the reader saw [0-9]+ of 1048576 values of iteration 1")
 chapter_test(NAME reuse.fixed LABELS gpu ARGS --case reuse --fixed
              MATCH "CHECK reader_saw_iteration_1: 0 of 1048576 values differ"
                    "CHECK buffer_holds_iteration_2: 0 of 1048576 values differ"
@@ -33,7 +33,7 @@ chapter_test(NAME reuse.fixed LABELS gpu ARGS --case reuse --fixed
 # use-after-free: cudaFreeAsync on the allocating stream while another stream reads.
 chapter_test(NAME use_after_free.broken LABELS gpu ARGS --case use-after-free --broken EXIT 3
              MATCH "returned the same block"
-                   "BUG REPRODUCED: the reader saw [0-9]+ of 1048576 values of its own buffer: cudaFreeAsync on stream owner released the block")
+                   "BUG REPRODUCED: the reader saw [0-9]+ of 1048576 values of its own buffer")
 chapter_test(NAME use_after_free.fixed LABELS gpu ARGS --case use-after-free --fixed
              MATCH "CHECK reader_saw_its_buffer: 0 of 1048576 values differ"
                    "CHECK next_allocation_holds_its_data: 0 of 1048576 values differ"
