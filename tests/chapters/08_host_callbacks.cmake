@@ -72,7 +72,8 @@ chapter_test(NAME try.many_streams_trace
                    "Trace written to .*host_callbacks.json" "All 2 checks passed"
              NO_MATCH "FAIL" LABELS gpu)
 chapter_test(NAME try.handoff_one_stream ARGS --part handoff --streams 1 --batches 16
-             MATCH "16 batches of 65536 ints on 1 stream:" "order: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15"
+             MATCH "CHECK handoff_results: 0 of 1048576 values differ.* PASS"
+                   "order: 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15"
                    "CHECK handoff_order: 16 of 16 .* PASS" "All 2 checks passed"
              NO_MATCH "FAIL" LABELS gpu)
 chapter_test(NAME try.rule_no_error_demos ARGS --part rule --no-error-demos
