@@ -114,8 +114,7 @@ void issue_fork_join(lab::ForkJoin& fj, unsigned increment, cs::Timeline* timeli
 }
 
 // Part 1: a fork/join over several streams, run from the streams, then captured into one graph
-void part_capture(lab::ForkJoin& fj, const std::string& dot_path, const cs::LaunchEnvironment& env,
-                  const cs::CommonOptions& common) {
+void part_capture(lab::ForkJoin& fj, const std::string& dot_path, const cs::CommonOptions& common) {
   cudaStream_t origin = fj.origin();
   lab::reset(fj);
   cs::Timeline timeline;
@@ -125,7 +124,6 @@ void part_capture(lab::ForkJoin& fj, const std::string& dot_path, const cs::Laun
                        "The fork/join issued into streams (prepare, branches, combine):");
   lab::run_on_cpu(fj, kFirstIncrement, 1);
   lab::verify("eager_results", fj);
-  lab::say_what_capture_drew(env);
 
   // cudaStreamIsCapturing for the origin and stream 1 at each step; a stream joins the capture
   // when it waits on an event recorded in it, and EndCapture ends it for every stream.
@@ -188,8 +186,7 @@ void part_replay(lab::ForkJoin& fj, int replays) {
 }
 
 // Part 3: a replay runs the graph's branches side by side
-void part_branches(lab::ForkJoin& fj, const cs::LaunchEnvironment& env,
-                   const cs::CommonOptions& common) {
+void part_branches(lab::ForkJoin& fj, const cs::CommonOptions& common) {
   // Each branch spins 1 ms, far longer than a launch: a fork's time says how many ran at once.
   constexpr unsigned long long kBranchNs = 1000000;
   const double branch_ms = static_cast<double>(kBranchNs) / 1e6;
@@ -220,7 +217,6 @@ void part_branches(lab::ForkJoin& fj, const cs::LaunchEnvironment& env,
   // Timed by events in the origin stream, which waits for every branch (the join).
   const double streams_ms = cs::time_on_stream_ms(origin, kWarmup, kRepeats, fork_of_waits).median;
   const double graph_ms = cs::time_on_stream_ms(origin, kWarmup, kRepeats, replay).median;
-  const double streams_at_once = streams_ms > 0 ? branches * branch_ms / streams_ms : 0;
   const double graph_at_once = graph_ms > 0 ? branches * branch_ms / graph_ms : 0;
   lab::print_branches(branches, branch_ms, kRepeats, streams_ms, graph_ms);
   // One more replay, its spins' clock readings cleared first: did every branch spin its time?
@@ -238,7 +234,6 @@ void part_branches(lab::ForkJoin& fj, const cs::LaunchEnvironment& env,
                     0.5 * branches, "", "branches at once in a replay: branches x 1 ms / its time");
   cs::check_or_skip(skip, "graph_branches_within_ideal", graph_at_once, cs::Compare::at_most,
                     1.05 * branches, "", "all branches at once: a replay lasts a branch at least");
-  lab::say_what_branches_did(env, streams_at_once, graph_at_once);
   CS_CHECK(cudaFree(times));
   CS_CHECK(cudaGraphExecDestroy(graph_exec));
   CS_CHECK(cudaGraphDestroy(graph));
@@ -295,8 +290,7 @@ void part_update(lab::ForkJoin& fj, int replays) {
 }
 
 // Part 5: launch cost: a launch per kernel into a stream against one graph launch
-void part_cost(cudaStream_t stream, int kernels, const cs::LaunchEnvironment& env,
-               const cs::CommonOptions& common) {
+void part_cost(cudaStream_t stream, int kernels, const cs::CommonOptions& common) {
   int* counter = nullptr;
   CS_CHECK(cudaMalloc(&counter, sizeof(int)));
   CS_CHECK(cudaMemsetAsync(counter, 0, sizeof(int), stream));
@@ -334,7 +328,6 @@ void part_cost(cudaStream_t stream, int kernels, const cs::LaunchEnvironment& en
                                       ratio > 0 ? "" : "a chain took no time"}),
                     "graph_launch_cost", ratio, cs::Compare::at_most, kGraphCostRatioMax, "x",
                     "graph cost per kernel / stream cost per kernel");
-  lab::say_what_cost_measured(env, kernels, ratio);
   int counted = 0;
   CS_CHECK(cudaMemcpy(&counted, counter, sizeof(int), cudaMemcpyDeviceToHost));
   cs::check_that("chain_results", counted == chains_run * kernels,
@@ -438,11 +431,11 @@ int main(int argc, char** argv) {
   cs::select_device(common.device);
   cs::print_launch_environment(env);
   lab::ForkJoin fj = lab::make_fork_join(f.streams, f.elements);
-  if (parts.begin("capture")) part_capture(fj, f.dot_path, env, common);
+  if (parts.begin("capture")) part_capture(fj, f.dot_path, common);
   if (parts.begin("replay")) part_replay(fj, f.replays);
-  if (parts.begin("branches")) part_branches(fj, env, common);
+  if (parts.begin("branches")) part_branches(fj, common);
   if (parts.begin("update")) part_update(fj, f.replays);
-  if (parts.begin("cost")) part_cost(fj.origin(), f.kernels, env, common);
+  if (parts.begin("cost")) part_cost(fj.origin(), f.kernels, common);
   if (parts.begin("sync")) part_sync(fj.origin(), f.no_error_demos);
   if (parts.begin("modes")) part_modes(fj.origin(), common.device, f.no_error_demos);
   lab::destroy(fj);

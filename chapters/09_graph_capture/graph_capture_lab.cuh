@@ -192,7 +192,7 @@ inline GraphShape shape_of(cudaGraph_t graph) {
 inline void print_shape(const GraphShape& shape) {
   std::printf(
       "   The captured graph: %zu nodes (%zu kernels), %zu edges; %zu root, %zu leaf, "
-      "%zu nodes between them side by side.\n   The events became edges, not nodes.\n",
+      "%zu nodes between them side by side.\n",
       shape.nodes, shape.kernel_nodes, shape.edges, shape.roots, shape.leaves, shape.middle);
 }
 
@@ -209,9 +209,6 @@ class HelperThread {
     wake_.notify_all();
     thread_.join();
   }
-  HelperThread(const HelperThread&) = delete;
-  HelperThread& operator=(const HelperThread&) = delete;
-
   cudaError_t call(std::function<cudaError_t()> task) {
     std::unique_lock<std::mutex> lock(mutex_);
     task_ = std::move(task);
@@ -319,14 +316,6 @@ inline void print_set_params(const cudaKernelNodeParams& params, unsigned now, u
       params.gridDim.x, params.blockDim.x, now, before);
 }
 
-// What part capture's chart shows under CUDA_LAUNCH_BLOCKING=1.
-inline void say_what_capture_drew(const cs::LaunchEnvironment& env) {
-  if (!env.launch_blocking) return;
-  std::printf(
-      "Under CUDA_LAUNCH_BLOCKING=1 each launch above returned only after its kernel had run,\n"
-      "so the branches could not overlap. Capture below runs nothing, so it is not affected.\n");
-}
-
 // The shortest spin in `times` (start, end per branch, ns) after `stream`; 0 if one never wrote.
 inline double shortest_spin_ms(const unsigned long long* times, int branches, cudaStream_t stream) {
   std::vector<unsigned long long> host(2 * static_cast<std::size_t>(branches));
@@ -352,23 +341,6 @@ inline void print_branches(int branches, double branch_ms, int repeats, double s
               cs::format_ms(graph_ms).c_str(), at_once(graph_ms));
 }
 
-// What the two settings changed in part branches, in the numbers this run measured.
-inline void say_what_branches_did(const cs::LaunchEnvironment& env, double streams_at_once,
-                                  double graph_at_once) {
-  if (env.launch_blocking) {
-    std::printf(
-        "Under CUDA_LAUNCH_BLOCKING=1 each launch into a stream returned only after its branch\n"
-        "had run: the streams ran %.2f branches at once, the graph's one launch %.2f.\n",
-        streams_at_once, graph_at_once);
-  }
-  if (env.max_connections == 1) {
-    std::printf(
-        "With one hardware queue the branches' kernels all went through it, with nothing to\n"
-        "wait for between them: the streams ran %.2f branches at once, the graph %.2f.\n",
-        streams_at_once, graph_at_once);
-  }
-}
-
 // The detail of the exec_update check: what cudaGraphExecUpdate returned.
 inline std::string update_detail(unsigned increment, cudaError_t status,
                                  const cudaGraphExecUpdateResultInfo& info) {
@@ -390,21 +362,12 @@ inline void print_costs(int kernels, double stream_ms, double graph_ms, int repe
               repeats);
 }
 
-// What CUDA_LAUNCH_BLOCKING=1 changed in part cost, in the ratio this run measured.
-inline void say_what_cost_measured(const cs::LaunchEnvironment& env, int kernels, double ratio) {
-  if (!env.launch_blocking || ratio <= 0) return;
-  std::printf(
-      "Under CUDA_LAUNCH_BLOCKING=1 each of the %d stream launches waited for its kernel;\n"
-      "the graph's one launch waited once for all of them: %.2fx the stream's cost.\n",
-      kernels, ratio);
-}
-
 // What part sync observed: the refused synchronization, the spoiled capture, the error's reads.
 inline void print_spoiled_capture(cudaError_t sync_status, cudaStreamCaptureStatus status_after,
                                   cudaError_t end_status, bool graph_returned,
                                   cudaError_t first_read, cudaError_t second_read) {
-  std::printf("   cudaStreamSynchronize(capturing stream) returned %s\n     (\"%s\")\n",
-              cudaGetErrorName(sync_status), cudaGetErrorString(sync_status));
+  std::printf("   cudaStreamSynchronize(capturing stream) returned %s\n",
+              cudaGetErrorName(sync_status));
   std::printf("   cudaStreamIsCapturing then said %s; cudaStreamEndCapture returned %s%s\n",
               status_name(status_after), cudaGetErrorName(end_status),
               graph_returned ? " and a graph" : " and no graph");
