@@ -2,8 +2,8 @@
 //
 // What is here: the driver functions the chapter calls (from the driver the runtime loaded), a
 // check for driver API calls (CU_CHECK), the flags, SKIP for a part, a host watchdog that releases
-// a stream wait nobody else would, waiting on a flag in mapped host memory with a timeout, and the
-// lines the parts print. Every call the chapter teaches is in beyond_priorities.cu.
+// a stream wait nobody else would, and waiting on a flag in mapped host memory with a timeout.
+// Every call the chapter teaches is in beyond_priorities.cu.
 
 #pragma once
 
@@ -13,10 +13,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
+#include <future>
 #include <string>
 #include <thread>
 
@@ -44,22 +43,23 @@ inline PFN_cuGreenCtxDestroy_v12040 cuGreenCtxDestroy = nullptr;
 inline PFN_cuStreamDestroy_v4000 cuStreamDestroy = nullptr;
 inline PFN_cuStreamWaitValue32_v11070 cuStreamWaitValue32 = nullptr;
 inline PFN_cuStreamWriteValue32_v11070 cuStreamWriteValue32 = nullptr;
-inline std::string green_missing, memops_missing;  // "cuGreenCtxStreamCreate (CUDA 12.5), ..."
+inline std::string green_missing, memops_missing;  // "driver 12.4 older than cuGreen..."
 
 template <class F>  // one function at one version (*fn stays nullptr when the driver is older)
 void get(const char* name, F* fn, int version, std::string* missing) {
-  if (driver_version < version) {
-    *missing += cs::format("%s%s (CUDA %d.%d)", missing->empty() ? "" : ", ", name, version / 1000,
-                           version % 1000 / 10);
+  if (driver_version < version) {  // "driver 12.4 older than cuGreenCtxStreamCreate (CUDA 12.5)"
+    *missing += missing->empty() ? cs::format("driver %d.%d older than ", driver_version / 1000,
+                                              driver_version % 1000 / 10)
+                                 : ", ";
+    *missing += cs::format("%s (CUDA %d.%d)", name, version / 1000, version % 1000 / 10);
     return;
   }
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
   void* address = nullptr;
-  const cudaError_t error =
-      cudaGetDriverEntryPointByVersion(name, &address, version, cudaEnableDefault, &found);
-  if (error != cudaSuccess || found != cudaDriverEntryPointSuccess || address == nullptr) {
-    std::fprintf(stderr, "cudaGetDriverEntryPointByVersion(\"%s\", %d) failed: %s, result %d\n",
-                 name, version, cudaGetErrorName(error), static_cast<int>(found));
+  CS_CHECK(cudaGetDriverEntryPointByVersion(name, &address, version, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || address == nullptr) {
+    std::fprintf(stderr, "cudaGetDriverEntryPointByVersion(\"%s\", %d): result %d\n", name, version,
+                 static_cast<int>(found));
     std::exit(cs::kFailExitCode);
   }
   *fn = reinterpret_cast<F>(address);
@@ -90,13 +90,8 @@ namespace lab {
 constexpr int kThreads = 128;             // per block, for every kernel of the chapter
 constexpr double kFlagTimeoutMs = 20000;  // a flag that never comes means a bug: stop, not hang
 
-struct Flags {
-  int flood_ms = 20;      // green: how long each flood block runs
-  int short_us = 20;      // green: how long the latency-critical kernel runs
-  int sms = 16;           // green: SMs asked for the latency-critical partition
-  int releases = 50;      // memops: host releases timed
-  int watchdog_ms = 100;  // memops: how long a wait may last before the watchdog releases it
-  int repeats = 3;        // timed runs of each case (the median is reported)
+struct Flags {  // green: flood_ms, short_us, sms; memops: releases, watchdog_ms; both: repeats
+  int flood_ms = 20, short_us = 20, sms = 16, releases = 50, watchdog_ms = 100, repeats = 3;
 };
 
 inline void add_flags(cs::Options& options, Flags* f) {
@@ -133,12 +128,10 @@ inline void skip_part(const cs::Parts& parts, const std::string& reason) {
 }
 
 // Waits until the GPU writes `value` into a flag in mapped host memory; false after the timeout.
-inline bool wait_for_flag(const volatile unsigned int* flag, unsigned int value,
-                          double timeout_ms = kFlagTimeoutMs) {
+inline bool wait_for_flag(const volatile unsigned int* flag, unsigned int value) {
   const double from = cs::host_now_ms();
-  while (*flag != value) {
-    if (cs::host_now_ms() - from > timeout_ms) return false;
-  }
+  while (*flag != value)
+    if (cs::host_now_ms() - from > kFlagTimeoutMs) return false;
   return true;
 }
 
@@ -148,48 +141,26 @@ inline bool wait_for_flag(const volatile unsigned int* flag, unsigned int value,
 class Watchdog {
  public:
   Watchdog(volatile unsigned int* flag, unsigned int value, int timeout_ms)
-      : thread_([this, flag, value, timeout_ms] {
-          std::unique_lock<std::mutex> lock(mutex_);
-          if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                            [this] { return done_; })) {
+      : thread_([this, flag, value, timeout_ms, cancelled = cancel_.get_future()] {
+          if (cancelled.wait_for(std::chrono::milliseconds(timeout_ms)) ==
+              std::future_status::timeout) {
             fired_ = true;
             *flag = value;  // release the stream: what its waiter was waiting for
           }
         }) {}
   ~Watchdog() { cancel(); }
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
   void cancel() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return;
+    cancel_.set_value();
+    thread_.join();
   }
   bool fired() const { return fired_; }
 
  private:
-  std::mutex mutex_;  // declared before thread_: they exist before the thread starts
-  std::condition_variable cv_;
-  bool done_ = false;
+  std::promise<void> cancel_;  // declared before thread_: they exist before the thread starts
   std::atomic<bool> fired_{false};
   std::thread thread_;
 };
-
-// The SMs of part 1: the device's, the ones asked for and the ones each green context got.
-inline void print_sms(const CUdevResource& all, const CUdevResource& granted,
-                      const CUdevResource& rest, int asked) {
-  std::printf(
-      "SMs: %u on the device (partitions of at least %u, in steps of %u); asked %d, the\n"
-      "short kernel's green context got %u, the flood's %u.\n",
-      all.sm.smCount, all.sm.minSmPartitionSize, all.sm.smCoscheduledAlignment, asked,
-      granted.sm.smCount, rest.sm.smCount);
-}
-
-inline void print_row(const std::string& what, double value_us) {
-  std::printf("  %-58s %10s\n", what.c_str(), cs::format_ms(value_us / 1000.0).c_str());
-}
 
 }  // namespace lab
 
