@@ -3,7 +3,7 @@
 // What is here is not the lesson: the flags and the setup they need, the buffers the parts
 // share, the CPU reference, timing the stages of the pipeline alone, warming the clocks and
 // calibrating the kernel, measuring the fixed cost of one operation, the bound model, reading a
-// timeline, the tables and the words the parts print, and a small SVG line chart.
+// timeline, the tables the parts print, and a small SVG line chart.
 // The calls the chapter teaches (cudaMallocHost, cudaHostRegister, cudaMemcpyAsync, the kernel
 // launch into a stream) are written out in pinned_async_pipeline.cu.
 #pragma once
@@ -91,45 +91,6 @@ void check_directions(const std::string& skip, const std::string& name, cs::Comp
     cs::check_or_skip(skip, name + "_" + dir[i], value(i), compare, bar, "x", why);
 }
 
-// The words each part prints after its checks (the lesson's conclusions).
-const char* const kSeedNote =
-    "  Each stream's copy in, kernel and copy back run in order; the two streams are\n"
-    "  independent, so stream 1's copy in can overlap stream 0's kernel.\n";
-const char* const kStagingNote =
-    "  Pageable memory can be paged out, so the DMA engine cannot read it directly: the\n"
-    "  driver first copies it, piece by piece, into a pinned staging buffer.\n";
-const char* const kAsyncCallNote =
-    "  From pageable memory cudaMemcpyAsync is asynchronous in name only: the host is busy\n"
-    "  staging the data (H2D) or waits for it to arrive (D2H). From pinned memory the call\n"
-    "  only queues the DMA and returns, and the host is free while the copy runs.\n";
-const char* const kLaunchBlockingNote =
-    "  CUDA_LAUNCH_BLOCKING=1 does not change that: it makes each kernel launch wait for its\n"
-    "  kernel, while a pinned cudaMemcpyAsync still only queues its copy (call/copy above).\n";
-const char* const kRegisterNote =
-    "  cudaHostRegister page-locks the vector's pages and maps them for the GPU: from then\n"
-    "  on the driver treats them like cudaMallocHost memory. Registering costs time (every\n"
-    "  page is locked), so register once and reuse; cudaHostUnregister before freeing.\n";
-const char* const kPipelineNote =
-    "  Several streams keep the copy engines and the SMs busy on different chunks at once. Both\n"
-    "  orders give each stream the same work in the same order, so they overlap alike.\n";
-const char* const kChunksNote =
-    "  Few chunks: filling and draining (one chunk's other stages) weigh on the run. Many:\n"
-    "  every call and operation has a fixed cost that small chunks do not hide.\n";
-
-// Two pinned buffers, a pageable one and the CPU reference must fit in host memory: refuse sizes
-// that would take more than half of it, before anything is allocated.
-inline void require_fits_in_host_memory(std::size_t bytes, const std::string& what) {
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return;  // unknown here: the allocations will tell
-  const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
-  if (static_cast<double>(bytes) > 0.5 * physical) {
-    cs::usage_error(what + ": needs " + cs::format_bytes(static_cast<double>(bytes)) +
-                    " of host memory (two pinned buffers, a pageable one and the CPU reference), "
-                    "more than half of this machine's " +
-                    cs::format_bytes(physical));
-  }
-}
-
 // The buffers the parts after the seed share.
 struct Buffers {
   std::size_t elements = 0;
@@ -146,13 +107,21 @@ struct Buffers {
   std::size_t size(int c, int chunks) const { return begin(c + 1, chunks) - begin(c, chunks); }
 };
 
-// The buffers' sizes from --mib (262144 elements or more: at least one per chunk); exits 2,
-// before the GPU is touched, when host memory cannot hold them.
+// The buffers' sizes from --mib (262144 elements or more: at least one per chunk). Two pinned
+// buffers, a pageable one and the CPU reference must fit in host memory: exits 2, before the GPU
+// is touched, when they would take more than half of it.
 inline Buffers sized_buffers(const Run& run) {
   Buffers b;
   b.bytes = static_cast<std::size_t>(run.mib) << 20;
   b.elements = b.bytes / sizeof(std::uint32_t);
-  require_fits_in_host_memory(4 * b.bytes, cs::format("--mib %d", run.mib));
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  const double physical = pages > 0 && page_size > 0 ? 1.0 * pages * page_size : 0;  // 0: unknown
+  if (physical > 0 && 4.0 * b.bytes > 0.5 * physical) {
+    cs::usage_error(cs::format("--mib %d: needs ", run.mib) + cs::format_bytes(4.0 * b.bytes) +
+                    " of host memory (two pinned buffers, a pageable one and the CPU reference), "
+                    "more than half of this machine's " +
+                    cs::format_bytes(physical));
+  }
   return b;
 }
 
@@ -175,17 +144,6 @@ inline std::string holds_skip(const std::string& skip, const cs::LaunchEnvironme
            : ""});
 }
 
-// What one (or two) hardware queues change here, in words.
-inline void print_one_queue(const cs::LaunchEnvironment& env) {
-  if (env.max_connections >= 3) return;
-  std::printf(
-      "  With CUDA_DEVICE_MAX_CONNECTIONS=%d all streams share %d hardware queue%s, and the\n"
-      "  timed runs still overlap: issue order interleaves the streams' copies and kernels.\n"
-      "  The timeline runs do not: each span's events wait in the shared queue, so drawing\n"
-      "  the pipeline serializes it (see \"all 3 busy\").\n",
-      env.max_connections, env.max_connections, env.max_connections == 1 ? "" : "s");
-}
-
 // Once the device is chosen: exits 2 when it cannot hold the buffers, sets why checks skip, and
 // prints the "Data:" line.
 inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const Buffers& b) {
@@ -206,12 +164,6 @@ inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const Buffer
                   : "off (--no-timing)");
 }
 
-// The same input words in host_in (pinned) and in the pageable vector.
-inline void fill_inputs(Buffers& b) {
-  b.pageable.resize(b.elements);
-  for (std::size_t i = 0; i < b.elements; ++i) b.host_in[i] = b.pageable[i] = input_word(i);
-}
-
 // One copy of parts pinned and register, and its times: cudaMemcpy's bandwidth, the host's time
 // inside one cudaMemcpyAsync, and that copy's time on the GPU.
 struct Copy {
@@ -224,22 +176,12 @@ struct Copy {
 const char* const kCopyHeader =
     "  copy             cudaMemcpy      one cudaMemcpyAsync: inside the call  the copy  "
     "call/copy\n";
-inline void print_copy(const Copy& copy) {
-  std::printf("    %-16s %8.1f GB/s   %11.3f ms   %11.3f ms   %8.3f\n", copy.name, copy.gbps,
-              copy.call_ms, copy.copy_ms, ratio(copy.call_ms, copy.copy_ms));
-}
 
 // cudaPointerGetAttributes' memory type before and after cudaHostRegister, in words.
 inline std::string memory_types(const cudaPointerAttributes& was, const cudaPointerAttributes& is) {
   return cs::format("cudaPointerGetAttributes type: %s before, %s after",
                     was.type == cudaMemoryTypeUnregistered ? "unregistered" : "other",
                     is.type == cudaMemoryTypeHost ? "host (pinned)" : "other");
-}
-
-// A span of `kind` in `stream` on the row "stream <row>" of `timeline`; none without a timeline.
-inline cs::TimelineSpan span(cs::Timeline* timeline, int row, const char* kind,
-                             cudaStream_t stream) {
-  return timeline ? timeline->span(cs::format("stream %d", row), kind, stream) : cs::TimelineSpan();
 }
 
 // Launches the pipeline's kernel on elements [begin, begin + count) with `iterations` steps.
@@ -444,12 +386,6 @@ inline OpCosts measure_op_costs(const Buffers& b, std::size_t bytes, double plai
   return {cs::median(host_copy), cs::median(host_launch), cs::median(gpu_copy)};
 }
 
-// C copies in one stream cannot take less than the host needs to issue them, nor less than one
-// plain copy of all the bytes plus C fixed costs on the GPU.
-inline double expected_chunked_copy_ms(double plain_ms, int chunks, const OpCosts& cost) {
-  return std::max(chunks * cost.host_copy_ms, plain_ms + chunks * cost.gpu_copy_ms);
-}
-
 // What the pipeline and chunks parts measure before they run the pipeline.
 struct Model {
   int iterations = 64;      // the kernel's multiply-adds per element (64 when nothing is timed)
@@ -496,10 +432,12 @@ inline Model measure_model(const Buffers& b, const Run& run, int engines, double
   return m;
 }
 
-// The chunked copies' stage (all C in one stream) against that expectation: [0] H2D, [1] D2H.
+// The chunked copies' stage (all C in one stream; [0] H2D, [1] D2H) against what it cannot beat:
+// the host's time to issue C calls, or one plain copy of all the bytes plus C fixed costs.
 inline double chunked_rate_vs_expected(const Model& m, int chunks, int i) {
-  return ratio(expected_chunked_copy_ms(m.plain_ms[i], chunks, m.cost),
-               i == 0 ? m.stages.h2d_ms : m.stages.d2h_ms);
+  const double expected =
+      std::max(chunks * m.cost.host_copy_ms, m.plain_ms[i] + chunks * m.cost.gpu_copy_ms);
+  return ratio(expected, i == 0 ? m.stages.h2d_ms : m.stages.d2h_ms);
 }
 
 inline void print_model(const Model& m, const Buffers& b, int chunks, int engines) {
@@ -507,10 +445,9 @@ inline void print_model(const Model& m, const Buffers& b, int chunks, int engine
   if (engines >= 2) {
     std::printf(
         "  copies of all chunks, both directions at once: H2D %.1f GB/s + D2H %.1f GB/s = %.1f"
-        " GB/s\n    (alone: %.1f and %.1f)\n",
+        " GB/s\n",
         gb_per_s(b.bytes, s.h2d_both_ms), gb_per_s(b.bytes, s.d2h_both_ms),
-        gb_per_s(b.bytes, s.h2d_both_ms) + gb_per_s(b.bytes, s.d2h_both_ms),
-        gb_per_s(b.bytes, s.h2d_ms), gb_per_s(b.bytes, s.d2h_ms));
+        gb_per_s(b.bytes, s.h2d_both_ms) + gb_per_s(b.bytes, s.d2h_both_ms));
   }
   std::printf(
       "  kernel calibrated once: %d multiply-adds per element make one chunk's kernel take"
@@ -531,6 +468,8 @@ struct Bound {
   double engines_ms = 0;  // what the copy engines and the SMs allow
   double streams_ms = 0;  // each stream runs its own chunks one after another
   double host_ms = 0;     // the host issues three calls per chunk, one after another
+  // A floor no run can beat: each stage at the rate it reached alone, no model of the bus.
+  double floor_ms = 0;
   double ms() const { return std::max({engines_ms, streams_ms, host_ms}); }
   const char* pacer() const {
     return ms() == host_ms ? "host" : ms() == streams_ms ? "streams" : "engines";
@@ -543,7 +482,7 @@ inline Bound pipeline_bound(const Stages& s, int chunks, int streams, int engine
   Bound bound;
   if (engines >= 2) {
     // Each stage's total, after the first chunk's earlier stages, before the last chunk's later.
-    bound.engines_ms = std::max({H + k + d, h + K + d, h + k + D});
+    bound.floor_ms = bound.engines_ms = std::max({H + k + d, h + K + d, h + k + D});
     // The bus: no D2H before the first chunk's H2D and kernel, no H2D after the last chunk's;
     // each direction alone at its own pace there, both at once (slower each) in between.
     const double fill = h + k, drain = k + d, up = std::max(0.0, 1 - fill / H) * s.h2d_both_ms,
@@ -561,33 +500,9 @@ inline Bound pipeline_bound(const Stages& s, int chunks, int streams, int engine
   bound.streams_ms = serial_ms * std::ceil(c / streams) / c;
   // The last chunk's D2H still runs after the host issued it.
   bound.host_ms = c * (2 * cost.host_copy_ms + cost.host_launch_ms) + d;
+  if (engines < 2) bound.floor_ms = bound.engines_ms;  // no bus model there
+  bound.floor_ms = std::max({bound.floor_ms, bound.streams_ms, bound.host_ms});
   return bound;
-}
-
-inline std::string bound_formula(int engines) {
-  if (engines >= 2) {
-    return cs::format(
-        "asyncEngineCount %d: H2D and D2H have engines of their own, so all three stages run at "
-        "once:\n    bound = max(H2D, kernel, D2H) + fill/drain (one chunk's other two stages),\n"
-        "    each alone, or more where both directions copy at once (slower each) in between",
-        engines);
-  }
-  if (engines == 1) {
-    return "asyncEngineCount 1: one copy engine does both directions, in turn:\n"
-           "    bound = max(H2D + D2H, kernel) + fill/drain (one chunk's other stage)";
-  }
-  return "asyncEngineCount 0: copies cannot overlap kernels on this device:\n"
-         "    bound = H2D + kernel + D2H";
-}
-
-inline void print_bound(const Bound& bound, int chunks, int streams, int engines) {
-  std::printf("  %s\n", bound_formula(engines).c_str());
-  std::printf(
-      "    engines allow %.3f ms; %d stream%s, each running its chunks in order, allow %.3f ms;\n"
-      "    the host, issuing 3 calls per chunk, allows %.3f ms\n",
-      bound.engines_ms, streams, streams == 1 ? "" : "s", bound.streams_ms, bound.host_ms);
-  std::printf("    bound: %.3f ms (paced by the %s) for %d chunks\n", bound.ms(), bound.pacer(),
-              chunks);
 }
 
 // The share of a run during which an H2D, a kernel and a D2H were all in progress at once.
@@ -618,81 +533,6 @@ inline double share_with_all_stages_busy(const cs::TimelineData& data) {
   return last > first ? busy / (last - first) : 0;
 }
 
-// A line chart of y (ms) against x (chunk counts, powers of two, drawn evenly spaced).
-struct Curve {
-  std::string name, color;
-  std::vector<double> ms;
-};
-inline std::string render_curve_svg(const std::string& title, const std::vector<int>& xs,
-                                    const std::vector<Curve>& curves) {
-  const double width = 640, height = 360, left = 60, right = 150, top = 40, bottom = 50;
-  double top_ms = 0;
-  for (const Curve& curve : curves)
-    for (double v : curve.ms) top_ms = std::max(top_ms, v);
-  // Round ticks: a step of 1, 2, 2.5 or 5 times a power of ten, at most five intervals.
-  const double raw_step = top_ms > 0 ? top_ms / 5 : 0.2;
-  const double power = std::pow(10.0, std::floor(std::log10(raw_step)));
-  double step = 10 * power;
-  for (double mantissa : {5.0, 2.5, 2.0, 1.0})
-    if (mantissa * power >= raw_step) step = mantissa * power;
-  const int intervals = static_cast<int>(std::ceil(top_ms / step - 1e-9));
-  top_ms = std::max(1, intervals) * step;
-  const double plot_w = width - left - right, plot_h = height - top - bottom;
-  auto px = [&](std::size_t i) {
-    return left + (xs.size() > 1 ? plot_w * i / (xs.size() - 1) : plot_w / 2);
-  };
-  auto py = [&](double ms) { return top + plot_h * (1 - ms / top_ms); };
-  std::string svg = cs::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%%\" viewBox=\"0 0 %.0f %.0f\" "
-      "style=\"max-width:%.0fpx;height:auto\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-      "<text x=\"%.0f\" y=\"22\" font-size=\"14\">%s</text>\n",
-      width, height, width, left, title.c_str());
-  for (int t = 0; t * step <= top_ms + 1e-9; ++t) {  // the time axis: round ticks, grid lines
-    const double ms = t * step, y = py(ms);
-    svg += cs::format(
-        "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-        "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-        left, y, left + plot_w, y, left - 6, y + 4, ms);
-  }
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    svg += cs::format("<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%d</text>\n", px(i),
-                      top + plot_h + 18, xs[i]);
-  }
-  svg += cs::format(
-      "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">chunks</text>\n"
-      "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 %.0f)\" "
-      "text-anchor=\"middle\">ms</text>\n",
-      left + plot_w / 2, height - 10, top + plot_h / 2, top + plot_h / 2);
-  for (std::size_t c = 0; c < curves.size(); ++c) {
-    std::string points;
-    for (std::size_t i = 0; i < curves[c].ms.size() && i < xs.size(); ++i) {
-      points += cs::format("%.1f,%.1f ", px(i), py(curves[c].ms[i]));
-      svg += cs::format("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", px(i),
-                        py(curves[c].ms[i]), curves[c].color.c_str());
-    }
-    svg += cs::format("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>\n",
-                      curves[c].color.c_str(), points.c_str());
-    const double y = top + 10 + 20.0 * c;
-    svg += cs::format(
-        "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>"
-        "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
-        left + plot_w + 12, y, left + plot_w + 32, y, curves[c].color.c_str(), left + plot_w + 38,
-        y + 4, curves[c].name.c_str());
-  }
-  return svg + "</svg>\n";
-}
-
-// Writes `text` to `path`, or exits 2 naming the flag.
-inline void write_file(const std::string& path, const std::string& text, const char* flag) {
-  FILE* file = std::fopen(path.c_str(), "w");
-  if (file == nullptr || std::fwrite(text.data(), 1, text.size(), file) != text.size()) {
-    if (file != nullptr) std::fclose(file);
-    cs::usage_error(std::string(flag) + " " + path + ": cannot write the file");
-  }
-  std::fclose(file);
-}
-
 // Zeroes every buffer the pipeline writes, so that only the next run's work can pass a check.
 inline void clear_outputs(const Buffers& b) {
   CS_CHECK(cudaMemset(b.dev_in, 0, b.bytes));
@@ -711,23 +551,21 @@ inline std::string speedup_limits(int engines, int streams, int chunks) {
   return "";
 }
 
-inline void print_orders(const char* const* names, const double* ms, const Bound& bound,
-                         const cs::TimelineData* drawn) {
+// Part pipeline's figures: the bound's three limits, then each order's time against it.
+inline void print_pipeline(const Bound& bound, int chunks, int streams, const char* const* names,
+                           const double* ms, const cs::TimelineData* drawn) {
+  std::printf(
+      "    engines allow %.3f ms; %d stream%s, each running its chunks in order, allow %.3f ms;\n"
+      "    the host, issuing 3 calls per chunk, allows %.3f ms\n",
+      bound.engines_ms, streams, streams == 1 ? "" : "s", bound.streams_ms, bound.host_ms);
+  std::printf("    bound: %.3f ms (paced by the %s) for %d chunks\n", bound.ms(), bound.pacer(),
+              chunks);
   std::printf("  order            time ms   speedup over serial   time / bound   all 3 busy\n");
   for (int i = 0; i < 3; ++i) {
     std::printf("    %-14s %8.3f   %12.2fx         %8.2fx       %5.0f%% of the run\n", names[i],
                 ms[i], ratio(ms[0], ms[i]), ratio(ms[i], bound.ms()),
                 100.0 * share_with_all_stages_busy(drawn[i]));
   }
-  std::printf("  (the last column is read off the timeline runs below)\n");
-}
-
-// One row of part chunks' table.
-inline void print_sweep_row(const Buffers& b, int chunks, double serial_ms, double overlapped_ms,
-                            const Bound& bound) {
-  std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", chunks,
-              cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(), serial_ms, overlapped_ms,
-              bound.ms(), bound.pacer(), ratio(overlapped_ms, bound.ms()));
 }
 
 // Times the pipeline in each of the three orders (medians, when timing is on), then runs each
@@ -760,16 +598,16 @@ void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, cons
 // issue(C, serial) queues the pipeline at C chunks over the streams (all in streams[0] if serial).
 struct Sweep {
   std::vector<int> counts;
-  std::vector<double> overlapped_ms, bound_ms, over_bound;
+  std::vector<double> overlapped_ms, bound_ms, over_bound, over_floor;
   int wrong = 0;         // chunk counts whose output differs from the CPU reference
   std::size_t best = 0;  // index of the fastest chunk count
-  // The worst and the lowest chunk count's overlapped / bound, and one chunk's time / the best
+  // The worst overlapped / bound, the lowest overlapped / floor, and one chunk's time / the best
   // count's (0 when nothing was timed).
   double worst() const {
     return over_bound.empty() ? 0 : *std::max_element(over_bound.begin(), over_bound.end());
   }
-  double lowest() const {
-    return over_bound.empty() ? 0 : *std::min_element(over_bound.begin(), over_bound.end());
+  double lowest() const {  // of overlapped / floor
+    return over_floor.empty() ? 0 : *std::min_element(over_floor.begin(), over_floor.end());
   }
   double best_vs_one() const {
     return over_bound.empty() ? 0 : ratio(overlapped_ms[0], overlapped_ms[best]);
@@ -806,7 +644,10 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
           pipeline_bound(st, c, static_cast<int>(streams.size()), engines, serial, m.cost);
       sweep.bound_ms.push_back(bound.ms());
       sweep.over_bound.push_back(ratio(sweep.overlapped_ms.back(), bound.ms()));
-      print_sweep_row(b, c, serial, sweep.overlapped_ms.back(), bound);
+      sweep.over_floor.push_back(ratio(sweep.overlapped_ms.back(), bound.floor_ms));
+      std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", c,
+                  cs::format_bytes(4.0 * b.begin(1, c)).c_str(), serial, sweep.overlapped_ms.back(),
+                  bound.ms(), bound.pacer(), sweep.over_bound.back());
       if (sweep.overlapped_ms.back() < sweep.overlapped_ms[sweep.best])
         sweep.best = sweep.overlapped_ms.size() - 1;
     } else {
@@ -820,27 +661,79 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
   return sweep;
 }
 
-// Part chunks' curve, for --chunks-svg.
+// Part chunks' curve for --chunks-svg: overlapped time and bound (ms) against the chunk counts,
+// drawn evenly spaced; exits 2 naming the flag when the file cannot be written.
 inline void write_sweep_svg(const std::string& path, const Buffers& b, int streams,
                             const Sweep& sweep) {
-  const std::string title =
-      cs::format("Pipeline time against chunk count (%s, %d streams)",
-                 cs::format_bytes(static_cast<double>(b.bytes)).c_str(), streams);
-  write_file(path,
-             render_curve_svg(title, sweep.counts,
-                              {{"overlapped", "#1f77b4", sweep.overlapped_ms},
-                               {"bound", "#ff7f0e", sweep.bound_ms}}),
-             "--chunks-svg");
+  const double width = 640, height = 360, left = 60, top = 40, plot_w = 430, plot_h = 270;
+  const std::vector<double>* curves[] = {&sweep.overlapped_ms, &sweep.bound_ms};
+  const char* names[] = {"overlapped", "bound"};
+  const char* colors[] = {"#1f77b4", "#ff7f0e"};
+  const std::vector<int>& xs = sweep.counts;
+  double top_ms = 0;
+  for (const std::vector<double>* curve : curves)
+    for (double v : *curve) top_ms = std::max(top_ms, v);
+  // Round ticks: a step of 1, 2, 2.5 or 5 times a power of ten, at most five intervals.
+  const double raw_step = top_ms > 0 ? top_ms / 5 : 0.2;
+  const double power = std::pow(10.0, std::floor(std::log10(raw_step)));
+  double step = 10 * power;
+  for (double mantissa : {5.0, 2.5, 2.0, 1.0})
+    if (mantissa * power >= raw_step) step = mantissa * power;
+  top_ms = std::max(1, static_cast<int>(std::ceil(top_ms / step - 1e-9))) * step;
+  auto px = [&](std::size_t i) {
+    return left + (xs.size() > 1 ? plot_w * i / (xs.size() - 1) : plot_w / 2);
+  };
+  auto py = [&](double ms) { return top + plot_h * (1 - ms / top_ms); };
+  std::string svg = cs::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%%\" viewBox=\"0 0 %.0f %.0f\" "
+      "style=\"max-width:%.0fpx;height:auto\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"22\" font-size=\"14\">Pipeline time against chunk count (%s, %d "
+      "streams)</text>\n<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">chunks</text>\n"
+      "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 %.0f)\" "
+      "text-anchor=\"middle\">ms</text>\n",
+      width, height, width, left, cs::format_bytes(static_cast<double>(b.bytes)).c_str(), streams,
+      left + plot_w / 2, height - 10, top + plot_h / 2, top + plot_h / 2);
+  for (int t = 0; t * step <= top_ms + 1e-9; ++t) {  // the time axis: round ticks, grid lines
+    svg += cs::format(
+        "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+        "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+        left, py(t * step), left + plot_w, py(t * step), left - 6, py(t * step) + 4, t * step);
+  }
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    svg += cs::format("<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%d</text>\n", px(i),
+                      top + plot_h + 18, xs[i]);
+  }
+  for (int c = 0; c < 2; ++c) {
+    std::string points;
+    for (std::size_t i = 0; i < curves[c]->size() && i < xs.size(); ++i) {
+      points += cs::format("%.1f,%.1f ", px(i), py((*curves[c])[i]));
+      svg += cs::format("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", px(i),
+                        py((*curves[c])[i]), colors[c]);
+    }
+    const double y = top + 10 + 20.0 * c, x = left + plot_w;  // the legend, right of the plot
+    svg += cs::format(
+        "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>\n"
+        "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"2\"/>"
+        "<text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+        colors[c], points.c_str(), x + 12, y, x + 32, y, colors[c], x + 38, y + 4, names[c]);
+  }
+  svg += "</svg>\n";
+  FILE* file = std::fopen(path.c_str(), "w");
+  const bool written = file && std::fwrite(svg.data(), 1, svg.size(), file) == svg.size();
+  if (file) std::fclose(file);
+  if (!written) cs::usage_error("--chunks-svg " + path + ": cannot write the file");
   std::printf("  Curve written to %s\n", path.c_str());
 }
 
 inline void print_best(const Sweep& s) {
   std::printf("  best: %d chunks, %.3f ms; time / bound: lowest %.2fx, median %.2fx, worst %.2fx\n",
-              s.counts[s.best], s.overlapped_ms[s.best], s.lowest(), cs::median(s.over_bound),
+              s.counts[s.best], s.overlapped_ms[s.best],
+              *std::min_element(s.over_bound.begin(), s.over_bound.end()), cs::median(s.over_bound),
               s.worst());
 }
 
-// Part pipeline's closing words where the streams cannot overlap as the bound assumes.
+// Part pipeline's figures where the streams cannot overlap as the bound assumes.
 inline void print_no_overlap(const std::string& reason, const double* ms) {
   std::printf(
       "  Here, %s:\n  depth-first takes %.2fx and breadth-first %.2fx of the serial time.\n",
