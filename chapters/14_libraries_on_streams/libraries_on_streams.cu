@@ -19,11 +19,9 @@
 #include <thrust/sort.h>
 #include <thrust/system_error.h>
 #include <thrust/transform.h>
-#include <thrust/version.h>
 #include <algorithm>
 #include <cstdio>
 #include <cub/device/device_reduce.cuh>
-#include <cub/version.cuh>
 #include <numeric>
 #include <vector>
 
@@ -53,23 +51,10 @@ __global__ void sum_values(const float* x, int n, double* sum) {
   if (threadIdx.x % 32 == 0) atomicAdd(sum, s);  // one atomic per warp
 }
 
-// Thrust's transform: 3x + 1 on every element (lab::affine on the CPU).
+// Thrust's transform: 3x + 1 on every element (and on the CPU, for the reference).
 struct Affine {
-  __device__ unsigned operator()(unsigned x) const { return 3u * x + 1u; }
+  __host__ __device__ unsigned operator()(unsigned x) const { return 3u * x + 1u; }
 };
-
-void print_versions() {
-  cublasHandle_t handle = nullptr;
-  int cublas = 0, curand = 0, cufft = 0;
-  LIB_CHECK(cublasCreate(&handle));
-  LIB_CHECK(cublasGetVersion(handle, &cublas));
-  LIB_CHECK(cublasDestroy(handle));
-  LIB_CHECK(curandGetVersion(&curand));
-  LIB_CHECK(cufftGetVersion(&cufft));
-  std::printf("Libraries: cuBLAS %d, cuRAND %d, cuFFT %d, Thrust %d.%d.%d, CUB %d.%d.%d\n", cublas,
-              curand, cufft, THRUST_MAJOR_VERSION, THRUST_MINOR_VERSION, THRUST_SUBMINOR_VERSION,
-              CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
-}
 
 // Part 1: cuBLAS on a stream: a handle per stream, small GEMMs run concurrently
 void part_cublas(const lab::Flags& f, const cudaDeviceProp& prop, const cs::LaunchEnvironment& env,
@@ -96,12 +81,19 @@ void part_cublas(const lab::Flags& f, const cudaDeviceProp& prop, const cs::Laun
   const double issue_ms = lab::host_ms(
       kRepeats, [] {}, [&] { sgemms(false); }, [] { CS_CHECK(cudaDeviceSynchronize()); });
   const double gemm_us = 1000 * serial.median / count, issue_us = 1000 * issue_ms / count;
-  lab::print_gemm_table(f, serial.median, concurrent.median, gemm_us, issue_us);
+  std::printf(
+      "%d x %d SGEMMs of %d x %d, medians:\n   one handle, one stream %24s\n   %-46s %s\n"
+      "   one GEMM runs %.1f us alone; the host issues one in %.1f us\n",
+      f.streams, f.gemms, n, n, cs::format_ms(serial.median).c_str(),
+      f.broken ? "a handle per stream, none given its stream" : "a handle per stream",
+      cs::format_ms(concurrent.median).c_str(), gemm_us, issue_us);
   cs::Comparison results;
   for (int i = 0; i < f.streams; ++i) cs::accumulate(results, gemm.compare(i));
   cs::report_comparison("gemm_results", results);
-  // A 1024 x 1024 GEMM leaves SMs free: GEMMs in their own streams run side by side, >= 1.3x.
-  constexpr double kSpeedupMin = 1.3;
+  // A 1024 x 1024 SGEMM keeps most SMs busy: what streams gain is one GEMM's ramp-up and tail
+  // beside another's (1.14x with 2 streams to 1.23x with 8 on an H200). GEMMs serialized in one
+  // stream (--broken) give 1.00x: the bar lies between.
+  constexpr double kSpeedupMin = 1.08;
   cs::check_or_skip(
       cs::first_reason({timing, lab::gemm_skip(f, env, prop.concurrentKernels, gemm_us, issue_us)}),
       "gemm_concurrency", serial.median / concurrent.median, cs::Compare::at_least, kSpeedupMin,
@@ -223,9 +215,16 @@ void part_thrust(const lab::Flags& f, const std::string& timing) {
   const std::vector<double> par = measure(thrust::cuda::par);
   const std::vector<double> nosync =
       f.broken ? measure(thrust::cuda::par) : measure(thrust::cuda::par_nosync);  // the fix
-  lab::print_blocked(n, f.broken ? "par (--broken)" : "par_nosync.on(s)", par, nosync);
+  std::printf(
+      "Host time inside each call on %d elements, a producer ahead in the stream:\n"
+      "   %-12s %14s %14s   ratio\n",
+      n, "", "par.on(s)", f.broken ? "par (--broken)" : "par_nosync.on(s)");
+  const char* names[] = {"transform", "sort", "reduce"};
+  for (int i = 0; i < 3; ++i)
+    std::printf("   %-12s %14s %14s   %.3fx\n", names[i], cs::format_ms(par[i]).c_str(),
+                cs::format_ms(nosync[i]).c_str(), nosync[i] / std::max(par[i], 1e-9));
   cs::Comparison results;
-  std::transform(input.begin(), input.end(), transformed.begin(), lab::affine);
+  std::transform(input.begin(), input.end(), transformed.begin(), Affine{});
   lab::compare_device(results, out, transformed);
   std::sort(input.begin(), input.end());
   lab::compare_device(results, keys, input);
@@ -380,7 +379,7 @@ void part_capture(const lab::Flags& f) {
   const double replay_ms = lab::host_ms(
       f.replays, nothing, [&] { CS_CHECK(cudaGraphLaunch(exec, s)); }, synchronize);
   cs::Comparison results = gemm.compare(0);
-  std::transform(input.begin(), input.end(), want.begin(), lab::affine);
+  std::transform(input.begin(), input.end(), want.begin(), Affine{});
   lab::compare_device(results, out, want);
   lab::compare_device(results, total, {std::accumulate(input.begin(), input.end(), 0u)});
   const double eager_ms = lab::host_ms(f.replays, nothing, calls, synchronize);
@@ -430,14 +429,13 @@ int main(int argc, char** argv) {
   if (f.broken && f.fixed) cs::usage_error("--broken and --fixed exclude each other");
   const cudaDeviceProp prop = cs::select_device(common.device);
   cs::print_launch_environment(env);
-  if (f.broken && (env.launch_blocking || env.max_connections < 2)) {
+  if (f.broken && (env.launch_blocking || env.max_connections < 2))
     cs::skip(cs::format(
         "the bug cannot be shown under %s: nothing overlaps with or without the fix",
         env.launch_blocking ? "CUDA_LAUNCH_BLOCKING=1" : "CUDA_DEVICE_MAX_CONNECTIONS=1"));
-  }
   const std::string timing =  // why no timed check can show here, or ""
       cs::first_reason({common.timing_skip_reason(), cs::no_overlap_reason(env)});
-  print_versions();
+  lab::print_versions();
   if (parts.begin("cublas")) part_cublas(f, prop, env, timing);
   if (parts.begin("shared_handle")) part_shared_handle(f);
   if (parts.begin("curand")) part_curand(f, prop.multiProcessorCount, env);

@@ -1,17 +1,23 @@
 // Chapter 14's machinery: its flags, the status check of the libraries' calls, the test data
-// and its CPU references (sampled GEMM entries, a DFT of a few points), and the printed tables.
+// and its CPU references (sampled GEMM entries, a DFT of a few points), the versions line and
+// why a timed check cannot show here.
 // None of it is the lesson; a reader may skip this file. Every library call the chapter teaches
 // (cublasSetStream, curandSetStream, thrust::cuda::par_nosync, cub::DeviceReduce::Sum,
 // cufftSetStream, the capture) is written out in libraries_on_streams.cu.
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cufft.h>
+#include <curand.h>
+#include <thrust/version.h>
 
 #include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdio>
 #include <cstdlib>
+#include <cub/version.cuh>
 #include <string>
 #include <vector>
 
@@ -19,17 +25,11 @@
 
 namespace libraries_on_streams_lab {
 
-// The chapter's flags, with their defaults.
+// The chapter's flags, with their defaults (see add_flags).
 struct Flags {
-  int streams = 4;         // part cublas
-  int size = 1024;         // GEMMs of size x size x size (parts cublas, shared_handle, capture)
-  int gemms = 8;           // GEMMs per stream (parts cublas, shared_handle)
-  int elements = 1 << 20;  // parts curand, thrust, cub, capture
-  int fft_size = 1024;     // part cufft
-  int chunks = 8;          // part cufft
-  int replays = 20;        // part capture
-  bool broken = false;     // every library on the wrong stream or policy
-  bool fixed = false;      // leave out the runs that show a bug on purpose
+  int streams = 4, size = 1024, gemms = 8, elements = 1 << 20, fft_size = 1024, chunks = 8;
+  int replays = 20;
+  bool broken = false, fixed = false;
 };
 
 inline void add_flags(cs::Options& options, Flags* f) {
@@ -57,6 +57,53 @@ inline void check_status(int status, const char* call, const char* file, int lin
 }
 #define LIB_CHECK(call) \
   ::libraries_on_streams_lab::check_status(static_cast<int>(call), #call, __FILE__, __LINE__)
+
+// The versions of the libraries (the program's first line).
+inline void print_versions() {
+  cublasHandle_t handle = nullptr;
+  int cublas = 0, curand = 0, cufft = 0;
+  LIB_CHECK(cublasCreate(&handle));
+  LIB_CHECK(cublasGetVersion(handle, &cublas));
+  LIB_CHECK(cublasDestroy(handle));
+  LIB_CHECK(curandGetVersion(&curand));
+  LIB_CHECK(cufftGetVersion(&cufft));
+  std::printf("Libraries: cuBLAS %d, cuRAND %d, cuFFT %d, Thrust %d.%d.%d, CUB %d.%d.%d\n", cublas,
+              curand, cufft, THRUST_MAJOR_VERSION, THRUST_MINOR_VERSION, THRUST_SUBMINOR_VERSION,
+              CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
+}
+
+// Why part cublas's speedup cannot show here, or "".
+inline std::string gemm_skip(const Flags& f, const cs::LaunchEnvironment& env, bool concurrent,
+                             double gemm_us, double issue_us) {
+  if (env.max_connections < f.streams) {
+    return cs::format(
+        "CUDA_DEVICE_MAX_CONNECTIONS=%d: %d streams share the hardware queues, "
+        "where a GEMM waiting for its stream holds up the others",
+        env.max_connections, f.streams);
+  }
+  if (!concurrent) return "the device runs one kernel at a time (concurrentKernels = 0)";
+  if (gemm_us < 2 * issue_us) {
+    return cs::format("a GEMM runs %.1f us, issuing one takes %.1f us: the host sets the pace",
+                      gemm_us, issue_us);
+  }
+  return "";
+}
+
+// Why part curand's race cannot show here, or "".
+inline std::string race_skip(const Flags& f, const cs::LaunchEnvironment& env) {
+  if (f.fixed) return "--fixed was given";
+  if (env.launch_blocking)
+    return "CUDA_LAUNCH_BLOCKING=1: the generator was done before the consumer launched";
+  if (env.max_connections < 2)
+    return "CUDA_DEVICE_MAX_CONNECTIONS=1: the consumer queues behind the generator";
+  return "";
+}
+
+// Why part cufft's overlap cannot show here, or "".
+inline std::string fft_skip(const cs::LaunchEnvironment& env, int copy_engines) {
+  if (env.max_connections < 2) return "CUDA_DEVICE_MAX_CONNECTIONS=1: both streams share a queue";
+  return copy_engines < 2 ? "one copy engine: copies in and out take turns" : "";
+}
 
 // A GEMM's operands: A and B hold small integers, so every product and sum is exact in FP32
 // (and in TF32), and `outputs` result matrices C. The reference is sampled: 4 entries per row.
@@ -113,69 +160,6 @@ double host_ms(int repeats, Before&& before, Call&& call, After&& after) {
     after();
   }
   return cs::median(samples);
-}
-
-inline void print_gemm_table(const Flags& f, double one_ms, double many_ms, double gemm_us,
-                             double issue_us) {
-  std::printf(
-      "%d x %d SGEMMs of %d x %d, medians:\n   one handle, one stream %24s\n   %-46s %s\n"
-      "   one GEMM runs %.1f us alone; the host issues one in %.1f us\n",
-      f.streams, f.gemms, f.size, f.size, cs::format_ms(one_ms).c_str(),
-      f.broken ? "a handle per stream, none given its stream" : "a handle per stream",
-      cs::format_ms(many_ms).c_str(), gemm_us, issue_us);
-}
-
-// Why part cublas's speedup cannot show here, or "".
-inline std::string gemm_skip(const Flags& f, const cs::LaunchEnvironment& env, bool concurrent,
-                             double gemm_us, double issue_us) {
-  if (env.max_connections < f.streams) {
-    return cs::format(
-        "CUDA_DEVICE_MAX_CONNECTIONS=%d: %d streams share the hardware queues, "
-        "where a GEMM waiting for its stream holds up the others",
-        env.max_connections, f.streams);
-  }
-  if (!concurrent) return "the device runs one kernel at a time (concurrentKernels = 0)";
-  if (gemm_us < 2 * issue_us) {
-    return cs::format("a GEMM runs %.1f us, issuing one takes %.1f us: the host sets the pace",
-                      gemm_us, issue_us);
-  }
-  return "";
-}
-
-// Why part curand's race cannot show here, or "".
-inline std::string race_skip(const Flags& f, const cs::LaunchEnvironment& env) {
-  if (f.fixed) return "--fixed was given";
-  if (env.launch_blocking) {
-    return "CUDA_LAUNCH_BLOCKING=1: the generator was done before the consumer launched";
-  }
-  if (env.max_connections < 2) {
-    return "CUDA_DEVICE_MAX_CONNECTIONS=1: the consumer queues behind the generator";
-  }
-  return "";
-}
-
-// Why part cufft's overlap cannot show here, or "".
-inline std::string fft_skip(const cs::LaunchEnvironment& env, int copy_engines) {
-  if (env.max_connections < 2) return "CUDA_DEVICE_MAX_CONNECTIONS=1: both streams share a queue";
-  return copy_engines < 2 ? "one copy engine: copies in and out take turns" : "";
-}
-
-inline void print_blocked(int n, const char* other, const std::vector<double>& par,
-                          const std::vector<double>& nosync) {
-  std::printf(
-      "Host time inside each call on %d elements, a producer ahead in the stream:\n"
-      "   %-12s %14s %14s   ratio\n",
-      n, "", "par.on(s)", other);
-  const char* names[] = {"transform", "sort", "reduce"};
-  for (int i = 0; i < 3; ++i) {
-    std::printf("   %-12s %14s %14s   %.3fx\n", names[i], cs::format_ms(par[i]).c_str(),
-                cs::format_ms(nosync[i]).c_str(), nosync[i] / std::max(par[i], 1e-9));
-  }
-}
-
-// Part thrust's and part capture's transform: 3x + 1.
-inline unsigned affine(unsigned x) {
-  return 3u * x + 1u;
 }
 
 // Compares `count` values of device array `device` with `want`, adding to `all`.
