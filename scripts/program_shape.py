@@ -35,22 +35,31 @@ MIN_SHARE = 0.25
 READING_MAX = 500  # targets of the reading path (--reading-path --check enforces them)
 READING_MIN_SHARE = 0.20
 HEADER_MAX = 200
-# The chapters that still miss a reading-path target, each held at what it reads today: (code
-# lines, taught share, largest header's lines). --reading-path --check fails when one of them
-# reads more than this, and when one reads clearly less (then lower its line here: the table
+# The chapters that still miss a reading-path target: (code lines, taught share, largest
+# header's lines), each at what the chapter reads today where it misses that target, at the
+# target where it meets it. --reading-path --check fails when a chapter does worse than this,
+# and when it does clearly better on a target it misses (then lower its line here: the table
 # only ratchets down). A chapter that meets every target has no line.
 READING_ALLOWANCES = {
-    "02_default_vs_custom_streams": (679, 0.150, 404),
-    "03_stream_priorities": (452, 0.183, 192),
-    "04_pinned_async_pipeline": (922, 0.147, 756),
-    "06_multi_device": (664, 0.182, 359),
-    "07_broken_vs_fixed_sync": (623, 0.216, 303),
-    "09_graph_capture": (661, 0.242, 383),
-    "11_pytorch_streams": (694, 0.134, 438),
-    "14_libraries_on_streams": (529, 0.266, 195),
+    "02_default_vs_custom_streams": (679, 0.092, 404),
+    "03_stream_priorities": (500, 0.163, 200),
+    "04_pinned_async_pipeline": (922, 0.109, 756),
+    "06_multi_device": (664, 0.140, 359),
+    "07_broken_vs_fixed_sync": (623, 0.163, 303),
+    "09_graph_capture": (661, 0.20, 383),
+    "11_pytorch_streams": (694, 0.119, 438),
+    "12_beyond_priorities": (500, 0.160, 200),
+    "14_libraries_on_streams": (529, 0.170, 200),
 }
 RATCHET_SLACK_LINES = 10  # an allowance this far above what a chapter reads is out of date
 RATCHET_SLACK_SHARE = 0.01
+
+# The reading path's taught lines, counted line by line as the syllabus defines them: a CUDA
+# runtime or driver call, a kernel definition or launch, a PyTorch CUDA stream call. (The
+# program's own share, below, counts whole statements and the CUDA libraries' calls too.)
+READING_TAUGHT = re.compile(
+    r"\bcu(da)?[A-Z]\w*\s*\(|<<<|__global__|\b(at|c10)::cuda::\w+|torch\.cuda\.\w+|"
+    r"\.(wait_stream|record_stream)\(|\bcudaLaunch\w*|\bcu(da)?Graph\w*")
 
 # CUDA runtime and driver calls, kernel launches, and the CUDA libraries' calls that take or
 # follow a stream (cuBLAS, cuRAND, cuFFT, Thrust's and CUB's algorithms).
@@ -185,7 +194,8 @@ def reading_counts(path):
     lines = open(path, encoding="utf-8").read().split("\n")
     directive = {n for n in m["code_lines"] if re.match(r"\s*#\s*(include|pragma)\b", lines[n])}
     code = set(m["code_lines"]) - directive
-    return len(code), len(m["taught_lines"] & code), m["lines"]
+    taught = {n for n in code if READING_TAUGHT.search(lines[n])}
+    return len(code), len(taught), m["lines"]
 
 
 def reading_path(path):
@@ -220,9 +230,10 @@ def reading_problems(chapter, r):
         problems.append(f"taught {r['share']:.1%} (at least {min(share_min, READING_MIN_SHARE):.1%})")
     if r["largest_header"] > max(header_max, HEADER_MAX):
         problems.append(f"a header of {r['largest_header']} lines (at most {max(header_max, HEADER_MAX)})")
-    if allowed and (r["code"] < code_max - RATCHET_SLACK_LINES or
-                    r["share"] > share_min + RATCHET_SLACK_SHARE or
-                    r["largest_header"] < header_max - RATCHET_SLACK_LINES):
+    # Stale: a target the chapter misses, where it now does clearly better than its allowance.
+    if allowed and ((code_max > READING_MAX and r["code"] < code_max - RATCHET_SLACK_LINES) or
+                    (share_min < READING_MIN_SHARE and r["share"] > share_min + RATCHET_SLACK_SHARE) or
+                    (header_max > HEADER_MAX and r["largest_header"] < header_max - RATCHET_SLACK_LINES)):
         share = int(r["share"] * 1000) / 1000  # rounded down, so that the new line holds
         problems.append(f"reads less than its allowance {allowed}: lower it in READING_ALLOWANCES to "
                         f"({r['code']}, {share:.3f}, {r['largest_header']}), or drop the line")
