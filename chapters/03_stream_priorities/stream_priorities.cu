@@ -177,6 +177,7 @@ struct Bench {
     CS_CHECK(cudaMalloc(&short_out, out_count * sizeof(int)));
     // Zeroed now, not only before each run: the warm-up launch counts its block too.
     CS_CHECK(cudaMemset(blocks_done, 0, kCounterBytes));
+    CS_CHECK(cudaDeviceSynchronize());  // a legacy-stream memset: non-blocking streams don't wait
     CS_CHECK(cudaEventCreate(&flood_start));
     CS_CHECK(cudaEventCreate(&flood_end));
     CS_CHECK(cudaEventCreate(&submitted));

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   std::uint32_t* data = nullptr;
   CS_CHECK(cudaMalloc(&data, bytes));
   CS_CHECK(cudaMemcpy(data, host.data(), bytes, cudaMemcpyHostToDevice));
+  CS_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its data lands
 
   std::vector<cudaStream_t> streams(streams_n);
   for (cudaStream_t& stream : streams) {

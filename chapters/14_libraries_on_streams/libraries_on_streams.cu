@@ -154,6 +154,7 @@ void part_curand(const lab::Flags& f, int sms, const cs::LaunchEnvironment& env)
   auto run_round = [&](bool wait) {
     CS_CHECK(cudaMemset(x, 0, generated * sizeof(float)));
     CS_CHECK(cudaMemset(sum, 0, sizeof(double)));
+    CS_CHECK(cudaDeviceSynchronize());  // legacy-stream memsets: p and c would not wait for them
     spin<<<1, 1, 0, p>>>(kProducerMs * 1000000ull);  // a slow producer ahead in p
     CS_CHECK_LAUNCH();
     LIB_CHECK(curandGenerateNormal(generator, x, generated, 0.0f, 1.0f));  // x.normal_()
@@ -200,6 +201,7 @@ void part_thrust(const lab::Flags& f, const std::string& timing) {
   for (unsigned** p : {&in, &out, &keys}) CS_CHECK(cudaMalloc(p, n * sizeof(unsigned)));
   CS_CHECK(cudaMemcpy(in, input.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
   CS_CHECK(cudaMemcpy(keys, in, n * sizeof(unsigned), cudaMemcpyDeviceToDevice));
+  CS_CHECK(cudaDeviceSynchronize());  // legacy-stream copies: stream s would not wait for them
   auto producer = [&] { spin<<<1, 1, 0, s>>>(kProducerMs * 1000000ull), CS_CHECK_LAUNCH(); };
   auto timed = [&](auto call) {  // the host's time inside `call`, a producer ahead of it in s
     return lab::host_ms(kRepeats, producer, call, [&] { CS_CHECK(cudaStreamSynchronize(s)); });
@@ -254,6 +256,7 @@ void part_cub(const lab::Flags& f, const std::string& timing) {
   CS_CHECK(cudaMalloc(&in, n * sizeof(int)));
   CS_CHECK(cudaMalloc(&total, sizeof(int)));
   CS_CHECK(cudaMemcpy(in, input.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+  CS_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its data lands
   int run = 0;
   auto issue = [&](bool stream_ordered) {  // the host's time to issue it all behind a producer
     spin<<<1, 1, 0, s>>>(kProducerMs * 1000000ull), CS_CHECK_LAUNCH();
@@ -350,6 +353,7 @@ void part_capture(const lab::Flags& f) {
   CS_CHECK(cudaMalloc(&total, sizeof(unsigned)));
   CS_CHECK(cudaMalloc(&workspace, kWorkspace));
   CS_CHECK(cudaMemcpy(in, input.data(), count * sizeof(unsigned), cudaMemcpyHostToDevice));
+  CS_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its data lands
   cublasHandle_t handle = nullptr;
   LIB_CHECK(cublasCreate(&handle));
   LIB_CHECK(cublasSetStream(handle, s));

@@ -123,6 +123,9 @@ struct Gemm {
       CS_CHECK(cudaMalloc(&c, a.size() * sizeof(float)));
       CS_CHECK(cudaMemset(c, 0, a.size() * sizeof(float)));
     }
+    // The copies and memsets above went to the legacy stream, which non-blocking streams do not
+    // wait for (a pageable cudaMemcpy may return before its data lands): finish them here.
+    CS_CHECK(cudaDeviceSynchronize());
   }
   ~Gemm() {
     for (float* p : dc) CS_CHECK(cudaFree(p));
