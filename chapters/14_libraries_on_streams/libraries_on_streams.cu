@@ -199,9 +199,8 @@ void part_thrust(const lab::Flags& f, const std::string& timing) {
   unsigned *in = nullptr, *out = nullptr, *keys = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   for (unsigned** p : {&in, &out, &keys}) CS_CHECK(cudaMalloc(p, n * sizeof(unsigned)));
-  CS_CHECK(cudaMemcpy(in, input.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
-  CS_CHECK(cudaMemcpy(keys, in, n * sizeof(unsigned), cudaMemcpyDeviceToDevice));
-  CS_CHECK(cudaDeviceSynchronize());  // legacy-stream copies: stream s would not wait for them
+  for (unsigned* d : {in, keys})  // into stream s, which orders them before the calls that read
+    CS_CHECK(cudaMemcpyAsync(d, input.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice, s));
   auto producer = [&] { spin<<<1, 1, 0, s>>>(kProducerMs * 1000000ull), CS_CHECK_LAUNCH(); };
   auto timed = [&](auto call) {  // the host's time inside `call`, a producer ahead of it in s
     return lab::host_ms(kRepeats, producer, call, [&] { CS_CHECK(cudaStreamSynchronize(s)); });
@@ -255,8 +254,7 @@ void part_cub(const lab::Flags& f, const std::string& timing) {
   CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CS_CHECK(cudaMalloc(&in, n * sizeof(int)));
   CS_CHECK(cudaMalloc(&total, sizeof(int)));
-  CS_CHECK(cudaMemcpy(in, input.data(), n * sizeof(int), cudaMemcpyHostToDevice));
-  CS_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its data lands
+  CS_CHECK(cudaMemcpyAsync(in, input.data(), n * sizeof(int), cudaMemcpyHostToDevice, s));
   int run = 0;
   auto issue = [&](bool stream_ordered) {  // the host's time to issue it all behind a producer
     spin<<<1, 1, 0, s>>>(kProducerMs * 1000000ull), CS_CHECK_LAUNCH();
@@ -352,8 +350,7 @@ void part_capture(const lab::Flags& f) {
   for (unsigned** p : {&in, &out}) CS_CHECK(cudaMalloc(p, count * sizeof(unsigned)));
   CS_CHECK(cudaMalloc(&total, sizeof(unsigned)));
   CS_CHECK(cudaMalloc(&workspace, kWorkspace));
-  CS_CHECK(cudaMemcpy(in, input.data(), count * sizeof(unsigned), cudaMemcpyHostToDevice));
-  CS_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before its data lands
+  CS_CHECK(cudaMemcpyAsync(in, input.data(), count * sizeof(unsigned), cudaMemcpyHostToDevice, s));
   cublasHandle_t handle = nullptr;
   LIB_CHECK(cublasCreate(&handle));
   LIB_CHECK(cublasSetStream(handle, s));
