@@ -86,7 +86,8 @@ function(cuda_streams_chapter)
 endfunction()
 
 # cuda_streams_isolate_tests(): every test of the current directory runs with
-# CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS unset, except the one a test sets itself
+# CUDA_LAUNCH_BLOCKING, CUDA_DEVICE_MAX_CONNECTIONS and CUDA_STREAMS_CONTROL unset, except the one
+# a test sets itself
 # (its ENVIRONMENT): a value left in the caller's shell would otherwise turn a test's checks into
 # skips, or its broken variant into a pass. Called once a directory has added its tests.
 function(cuda_streams_isolate_tests)
@@ -94,7 +95,7 @@ function(cuda_streams_isolate_tests)
   foreach(test IN LISTS tests)
     get_test_property(${test} ENVIRONMENT environment)
     set(modifications "")
-    foreach(variable IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS)
+    foreach(variable IN ITEMS CUDA_LAUNCH_BLOCKING CUDA_DEVICE_MAX_CONNECTIONS CUDA_STREAMS_CONTROL)
       if(NOT "${environment}" MATCHES "(^|;)${variable}=")
         list(APPEND modifications "${variable}=unset:")
       endif()
@@ -386,6 +387,26 @@ function(chapter_test)
   if("timing" IN_LIST ARG_LABELS)
     set_tests_properties(${test_name} PROPERTIES RUN_SERIAL TRUE)
   endif()
+endfunction()
+
+# chapter_control(CHECK check [EXE target] [ARGS args...])
+#
+# The control of a check that measures overlap or a host running ahead: the program runs under
+# CUDA_LAUNCH_BLOCKING=1, which removes that effect (every launch waits for its kernel), with
+# CUDA_STREAMS_CONTROL=1, which keeps its bars from adapting to the setting: the check must print
+# FAIL and the program exit 1. Named control.launch_blocking.<check>; labels gpu, timing, control.
+function(chapter_control)
+  cmake_parse_arguments(ARG "" "CHECK;EXE" "ARGS" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS OR NOT ARG_CHECK)
+    message(FATAL_ERROR "chapter_control: needs CHECK (got: ${ARGN})")
+  endif()
+  set(exe_args "")
+  if(ARG_EXE)
+    set(exe_args EXE ${ARG_EXE})
+  endif()
+  chapter_test(NAME control.launch_blocking.${ARG_CHECK} ${exe_args} ARGS ${ARG_ARGS} EXIT 1
+               ENV CUDA_LAUNCH_BLOCKING=1 CUDA_STREAMS_CONTROL=1 LABELS gpu timing control
+               MATCH "Control run: CUDA_LAUNCH_BLOCKING=1" "CHECK ${ARG_CHECK}: .* FAIL")
 endfunction()
 
 # chapter_bad_values(FLAG flag EXPECT "message with <value>" CASES name=value... [EXE target])

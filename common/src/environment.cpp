@@ -35,6 +35,16 @@ LaunchEnvironment launch_environment() {
                                 &problem)) {
     usage_error(problem);
   }
+  const char* control = std::getenv("CUDA_STREAMS_CONTROL");
+  if (control != nullptr && std::string(control) == "1") {
+    if (!environment.launch_blocking) {
+      usage_error(
+          "CUDA_STREAMS_CONTROL=1 makes a control run under CUDA_LAUNCH_BLOCKING=1, "
+          "which is not set");
+    }
+    environment.control = true;
+    environment.launch_blocking = false;  // the setting stays; the bars no longer see it
+  }
   return environment;
 }
 
@@ -47,6 +57,11 @@ std::string no_overlap_reason(const LaunchEnvironment& environment) {
 }
 
 void print_launch_environment(const LaunchEnvironment& environment) {
+  if (environment.control) {
+    std::printf(
+        "Control run: CUDA_LAUNCH_BLOCKING=1 with CUDA_STREAMS_CONTROL=1: the bars ignore the "
+        "setting,\n             so checks of overlap and of a host running ahead must FAIL.\n");
+  }
   if (environment.launch_blocking) {
     std::printf(
         "Environment: CUDA_LAUNCH_BLOCKING=1: every kernel launch waits for its kernel to finish, "

@@ -114,6 +114,10 @@ chapter_bad_values(FLAG part CASES nosuch=nosuch
                    EXPECT "--part expects one of all, limits, coverage, shared, stream, invalid, occupancy, got '<value>'")
 chapter_test(NAME args.connections_env_0 LABELS args host EXIT 2 ENV CUDA_DEVICE_MAX_CONNECTIONS=0
              MATCH "CUDA_DEVICE_MAX_CONNECTIONS must be an integer from 1 to 32, got '0'")
+# A control run (chapter_control) hides CUDA_LAUNCH_BLOCKING=1 from the bars; without it, refused.
+chapter_test(NAME args.control_without_launch_blocking LABELS args host EXIT 2
+             ENV CUDA_STREAMS_CONTROL=1
+             MATCH "CUDA_STREAMS_CONTROL=1 makes a control run under CUDA_LAUNCH_BLOCKING=1, which is not set")
 
 # The deliberate invalid launches are errors to memcheck; the rest of the lesson must be clean.
 chapter_sanitizer_tests(ARGS --no-invalid-launches --elements 100003)

@@ -163,3 +163,6 @@ chapter_test(NAME try.seed_mm_128 ARGS --part seed_mm --matrix 128 LABELS gpu ti
                    "All [1-9][0-9]* checks passed")
 chapter_test(NAME try.seed_sync_10ms ARGS --part seed_sync --kernel-ms 10 LABELS gpu timing
              MATCH "CHECK seed_sync_once_overlaps: .* PASS" "All [1-9][0-9]* checks passed")
+
+# Control: under CUDA_LAUNCH_BLOCKING=1 (bars not adapted) the N streams run one kernel at a time.
+chapter_control(CHECK concurrency_speedup ARGS --part concurrency)

@@ -143,3 +143,6 @@ chapter_test(NAME args.settle_too_long LABELS args host ARGS --running-ms 2 --se
              MATCH "--settle-us 2500: .* must be at most half of --flood-ms and of --running-ms \\(1000 us here\\)")
 
 chapter_sanitizer_tests(ARGS --flood-ms 1 --block-us 100 --running-ms 1 --settle-us 200 --repeats 1)
+
+# Control: under CUDA_LAUNCH_BLOCKING=1 the flood has ended before the short kernel is issued.
+chapter_control(CHECK priority_latency_ratio ARGS --part latency --flood-ms 10 --repeats 3)

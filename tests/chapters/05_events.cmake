@@ -124,3 +124,7 @@ endforeach()
 
 chapter_sanitizer_tests(ARGS --kernel-ms 1 --producer-ms 1 --rounds 2 --elements 4K --overlap-ms 1
                              --records 20 --wait-ms 1 --repeats 1)
+
+# Controls: under CUDA_LAUNCH_BLOCKING=1 each launch returns after its kernel, so the host waits.
+chapter_control(CHECK host_not_blocked_by_wait ARGS --part dependency)
+chapter_control(CHECK polled_while_kernel_ran ARGS --part query)

@@ -260,3 +260,6 @@ foreach(case IN ITEMS cross-stream reuse use-after-free)
                MATCH "BUG REPRODUCED|SKIP: (the bug cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=2: measured: the quick side's work waited|no usable CUDA device|no CUDA device found)"
                NO_MATCH "FAIL")
 endforeach()
+
+# Control: under CUDA_LAUNCH_BLOCKING=1 every launch already waits: synchronizing once gains nothing.
+chapter_control(CHECK sync_once_speedup ARGS --part over-sync --fixed)

@@ -156,3 +156,6 @@ chapter_bad_values(FLAG threshold
                    CASES negative=-1 not_a_number=lots bad_suffix=32MB too_big=17G)
 
 chapter_sanitizer_tests(ARGS --bytes 1M --elements 4096 --cycles 2)
+
+# Control: under CUDA_LAUNCH_BLOCKING=1 issuing the rest waits for the producer kernel.
+chapter_control(CHECK issued_while_producer_ran ARGS --part streams)

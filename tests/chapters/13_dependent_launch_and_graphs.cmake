@@ -120,3 +120,6 @@ chapter_test(NAME refuses_without_sm90 EXE ${CHAPTER}_sm75 LABELS gpu ARGS --par
 chapter_sanitizer_tests(ARGS --part pdl --fixed --chain 20 --repeats 1)
 chapter_sanitizer_tests(NAME graph TOOLS racecheck synccheck
                         ARGS --part graph --iterations 20 --repeats 1)
+
+# Control: under CUDA_LAUNCH_BLOCKING=1 no kernel can start before the one ahead has returned.
+chapter_control(CHECK pdl_prologue_overlap ARGS --part pdl --chain 100)

@@ -140,3 +140,9 @@ chapter_test(NAME extremes.max LABELS gpu timing
 # cannot show, and part capture's refused capture would be reported as an API error).
 chapter_sanitizer_tests(ARGS --fixed --size 128 --gemms 1 --elements 4096 --fft-size 64 --chunks 4
                         --replays 1)
+
+# Controls: under CUDA_LAUNCH_BLOCKING=1 (bars not adapted) each launch waits for its kernel.
+chapter_control(CHECK gemm_concurrency ARGS --part cublas)
+chapter_control(CHECK transform_nosync_blocked ARGS --part thrust)
+chapter_control(CHECK cub_issued_while_producer_ran ARGS --part cub)
+chapter_control(CHECK fft_overlap ARGS --part cufft)

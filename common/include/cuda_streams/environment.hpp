@@ -19,6 +19,12 @@
  * Both are read by the CUDA runtime when it starts, so a chapter reads them
  * once, before its first CUDA call, and adapts its bars or skips a check,
  * saying why.
+ *
+ * A control run: `CUDA_STREAMS_CONTROL=1` with `CUDA_LAUNCH_BLOCKING=1` keeps
+ * the setting but hides it from the bars, so that every check which measures
+ * overlap or a host that runs ahead is evaluated where that effect is gone,
+ * and must FAIL. The control tests (label `control`) use it to prove that
+ * those checks can fail.
  */
 #pragma once
 
@@ -31,9 +37,11 @@ struct LaunchEnvironment {
   bool launch_blocking = false;       ///< CUDA_LAUNCH_BLOCKING=1
   int max_connections = 8;            ///< CUDA_DEVICE_MAX_CONNECTIONS, or the driver's default 8
   bool connections_from_env = false;  ///< whether CUDA_DEVICE_MAX_CONNECTIONS was set
+  bool control = false;  ///< CUDA_STREAMS_CONTROL=1: launch_blocking is set but reads false
 };
 
-/// Reads the environment; exits 2 when CUDA_DEVICE_MAX_CONNECTIONS is not an integer in 1..32.
+/// Reads the environment; exits 2 when CUDA_DEVICE_MAX_CONNECTIONS is not an integer in 1..32,
+/// or when CUDA_STREAMS_CONTROL=1 comes without CUDA_LAUNCH_BLOCKING=1 (a control run needs it).
 LaunchEnvironment launch_environment();
 
 /// Parses @p launch_blocking and @p max_connections (either may be null, as from getenv);
