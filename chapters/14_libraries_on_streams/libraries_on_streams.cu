@@ -63,33 +63,27 @@ void part_cublas(const lab::Flags& f, const cudaDeviceProp& prop, const cs::Laun
   lab::Gemm gemm(n, f.streams);
   std::vector<cudaStream_t> stream(f.streams);
   std::vector<cublasHandle_t> handle(f.streams);
-  for (int i = 0; i < f.streams; ++i) {  // core: cublas (13 lines)
+  for (int i = 0; i < f.streams; ++i) {  // core: cublas (11 lines)
     CS_CHECK(cudaStreamCreateWithFlags(&stream[i], cudaStreamNonBlocking));
     LIB_CHECK(cublasCreate(&handle[i]));
     if (!f.broken) LIB_CHECK(cublasSetStream(handle[i], stream[i]));  // the fix
   }
   auto sgemms = [&](bool one_stream) {  // breadth first: a GEMM into every stream, then the next
-    for (int g = 0; g < f.gemms; ++g) {
-      for (int i = 0; i < f.streams; ++i) {
+    for (int g = 0; g < f.gemms; ++g)
+      for (int i = 0; i < f.streams; ++i)
         LIB_CHECK(cublasSgemm(handle[one_stream ? 0 : i], CUBLAS_OP_N, CUBLAS_OP_N, n, n, n,
                               &kAlpha, gemm.da, n, gemm.db, n, &kBeta, gemm.dc[i], n));
-      }
-    }
   };
   const cs::Stats serial = cs::time_device_ms(1, kRepeats, [&] { sgemms(true); });
   const cs::Stats concurrent = cs::time_device_ms(1, kRepeats, [&] { sgemms(false); });
   const double issue_ms = lab::host_ms(
       kRepeats, [] {}, [&] { sgemms(false); }, [] { CS_CHECK(cudaDeviceSynchronize()); });
   const double gemm_us = 1000 * serial.median / count, issue_us = 1000 * issue_ms / count;
-  std::printf(
-      "%d x %d SGEMMs of %d x %d, medians:\n   one handle, one stream %24s\n   %-46s %s\n"
-      "   one GEMM runs %.1f us alone; the host issues one in %.1f us\n",
-      f.streams, f.gemms, n, n, cs::format_ms(serial.median).c_str(),
-      f.broken ? "a handle per stream, none given its stream" : "a handle per stream",
-      cs::format_ms(concurrent.median).c_str(), gemm_us, issue_us);
-  cs::Comparison results;
-  for (int i = 0; i < f.streams; ++i) cs::accumulate(results, gemm.compare(i));
-  cs::report_comparison("gemm_results", results);
+  std::printf("Medians: one handle, one stream %s; %s %s\n", cs::format_ms(serial.median).c_str(),
+              f.broken ? "a handle per stream, none given its stream" : "a handle per stream",
+              cs::format_ms(concurrent.median).c_str());
+  std::printf("One GEMM runs %.1f us alone; the host issues one in %.1f us\n", gemm_us, issue_us);
+  cs::report_comparison("gemm_results", gemm.compare());
   // A 1024 x 1024 SGEMM keeps most SMs busy: what streams gain is one GEMM's ramp-up and tail
   // beside another's (1.14x with 2 streams to 1.23x with 8 on an H200). GEMMs serialized in one
   // stream (--broken) give 1.00x: the bar lies between.
@@ -108,13 +102,11 @@ void part_shared_handle(const lab::Flags& f) {
   lab::Gemm gemm(n, 2);
   cudaStream_t stream[2];
   void* workspace[2];
-  for (int i = 0; i < 2; ++i) {
-    CS_CHECK(cudaStreamCreateWithFlags(&stream[i], cudaStreamNonBlocking));
-    CS_CHECK(cudaMalloc(&workspace[i], kWorkspace));
-  }
-  cublasHandle_t handle = nullptr;  // core: shared_handle (11 lines)
+  for (cudaStream_t& s : stream) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (void*& w : workspace) CS_CHECK(cudaMalloc(&w, kWorkspace));
+  cublasHandle_t handle = nullptr;  // core: shared_handle (10 lines)
   LIB_CHECK(cublasCreate(&handle));
-  for (int g = 0; g < f.gemms; ++g) {
+  for (int g = 0; g < f.gemms; ++g)
     for (int i = 0; i < 2; ++i) {
       // cublasSetStream resets the workspace to the default, which both streams would share
       LIB_CHECK(cublasSetStream(handle, stream[i]));
@@ -122,13 +114,8 @@ void part_shared_handle(const lab::Flags& f) {
       LIB_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &kAlpha, gemm.da, n, gemm.db,
                             n, &kBeta, gemm.dc[i], n));
     }
-  }
   for (cudaStream_t s : stream) CS_CHECK(cudaStreamSynchronize(s));
-  std::printf("One handle, %d SGEMMs alternating between two streams, a workspace each.\n",
-              2 * f.gemms);
-  cs::Comparison results = gemm.compare(0);
-  cs::accumulate(results, gemm.compare(1));
-  cs::report_comparison("shared_handle_results", results);
+  cs::report_comparison("shared_handle_results", gemm.compare());
   LIB_CHECK(cublasDestroy(handle));
   for (void* w : workspace) CS_CHECK(cudaFree(w));
   for (cudaStream_t s : stream) CS_CHECK(cudaStreamDestroy(s));
@@ -147,7 +134,7 @@ void part_curand(const lab::Flags& f, int sms, const cs::LaunchEnvironment& env)
   CS_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
   CS_CHECK(cudaMalloc(&x, generated * sizeof(float)));
   CS_CHECK(cudaMalloc(&sum, sizeof(double)));
-  curandGenerator_t generator = nullptr;  // core: curand (14 lines)
+  curandGenerator_t generator = nullptr;  // core: curand (12 lines)
   LIB_CHECK(curandCreateGenerator(&generator, CURAND_RNG_PSEUDO_DEFAULT));
   LIB_CHECK(curandSetPseudoRandomGeneratorSeed(generator, 2024ull));
   LIB_CHECK(curandSetStream(generator, p));  // the generator's kernels go to stream p
@@ -155,13 +142,11 @@ void part_curand(const lab::Flags& f, int sms, const cs::LaunchEnvironment& env)
     CS_CHECK(cudaMemset(x, 0, generated * sizeof(float)));
     CS_CHECK(cudaMemset(sum, 0, sizeof(double)));
     CS_CHECK(cudaDeviceSynchronize());  // legacy-stream memsets: p and c would not wait for them
-    spin<<<1, 1, 0, p>>>(kProducerMs * 1000000ull);  // a slow producer ahead in p
-    CS_CHECK_LAUNCH();
+    spin<<<1, 1, 0, p>>>(kProducerMs * 1000000ull), CS_CHECK_LAUNCH();     // a slow producer in p
     LIB_CHECK(curandGenerateNormal(generator, x, generated, 0.0f, 1.0f));  // x.normal_()
     CS_CHECK(cudaEventRecord(produced, p));
     if (wait) CS_CHECK(cudaStreamWaitEvent(c, produced, 0));  // the fix: c.wait_stream(p)
-    sum_values<<<grid, kThreads, 0, c>>>(x, n, sum);          // x.sum() in stream c
-    CS_CHECK_LAUNCH();
+    sum_values<<<grid, kThreads, 0, c>>>(x, n, sum), CS_CHECK_LAUNCH();  // x.sum() in stream c
     CS_CHECK(cudaDeviceSynchronize());
     double consumed = 0;
     CS_CHECK(cudaMemcpy(&consumed, sum, sizeof(double), cudaMemcpyDeviceToHost));
@@ -169,17 +154,14 @@ void part_curand(const lab::Flags& f, int sms, const cs::LaunchEnvironment& env)
     return std::vector<double>{consumed, std::accumulate(values.begin(), values.begin() + n, 0.0)};
   };
   const std::vector<double> ordered = run_round(true);  // also loads the kernels before the race
-  std::printf(
-      "%d normal values, generated in p behind a %d ms producer, summed in c:\n"
-      "   with the event:    consumer %.6f, generator %.6f\n",
-      n, kProducerMs, ordered[0], ordered[1]);
+  std::printf("With the event:    consumer %.6f, generator %.6f\n", ordered[0], ordered[1]);
   cs::verify("ordered_consumer_sum", &ordered[0], &ordered[1], 1, 1e-9);
   const std::string reason = lab::race_skip(f, env);
   if (!reason.empty()) {
     cs::check_skipped("unordered_consumer_is_stale", reason);
   } else {
     const std::vector<double> racy = run_round(false);
-    std::printf("   without the event: consumer %.6f, generator %.6f\n", racy[0], racy[1]);
+    std::printf("Without the event: consumer %.6f, generator %.6f\n", racy[0], racy[1]);
     cs::check_that(
         "unordered_consumer_is_stale", racy[0] != racy[1],
         "without the event the consumer summed the buffer before the generator wrote it");
@@ -193,7 +175,7 @@ void part_curand(const lab::Flags& f, int sms, const cs::LaunchEnvironment& env)
 // Part 4: Thrust: par.on(s) blocks the host, par_nosync.on(s) does not, but for a value
 void part_thrust(const lab::Flags& f, const std::string& timing) {
   const int n = f.elements;
-  std::vector<unsigned> input(n), transformed(n);
+  std::vector<unsigned> input(n), transformed(n), got(n);
   for (int i = 0; i < n; ++i) input[i] = (2654435761u * unsigned(i)) % 1000u;
   cudaStream_t s = nullptr;
   unsigned *in = nullptr, *out = nullptr, *keys = nullptr;
@@ -216,19 +198,16 @@ void part_thrust(const lab::Flags& f, const std::string& timing) {
   const std::vector<double> par = measure(thrust::cuda::par);
   const std::vector<double> nosync =
       f.broken ? measure(thrust::cuda::par) : measure(thrust::cuda::par_nosync);  // the fix
-  std::printf(
-      "Host time inside each call on %d elements, a producer ahead in the stream:\n"
-      "   %-12s %14s %14s   ratio\n",
-      n, "", "par.on(s)", f.broken ? "par (--broken)" : "par_nosync.on(s)");
   const char* names[] = {"transform", "sort", "reduce"};
   for (int i = 0; i < 3; ++i)
-    std::printf("   %-12s %14s %14s   %.3fx\n", names[i], cs::format_ms(par[i]).c_str(),
-                cs::format_ms(nosync[i]).c_str(), nosync[i] / std::max(par[i], 1e-9));
-  cs::Comparison results;
+    std::printf("%-9s host time: par.on(s) %s, %s %s\n", names[i], cs::format_ms(par[i]).c_str(),
+                f.broken ? "par (--broken)" : "par_nosync.on(s)", cs::format_ms(nosync[i]).c_str());
+  CS_CHECK(cudaMemcpy(got.data(), out, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
   std::transform(input.begin(), input.end(), transformed.begin(), Affine{});
-  lab::compare_device(results, out, transformed);
+  cs::Comparison results = cs::compare(got.data(), transformed.data(), n);
+  CS_CHECK(cudaMemcpy(got.data(), keys, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
   std::sort(input.begin(), input.end());
-  lab::compare_device(results, keys, input);
+  cs::accumulate(results, cs::compare(got.data(), input.data(), n));
   const double total = std::accumulate(input.begin(), input.end(), 0.0);
   for (double value : {par[3], nosync[3]}) cs::accumulate(results, cs::compare(&value, &total, 1));
   cs::report_comparison("thrust_results", results);
@@ -273,11 +252,10 @@ void part_cub(const lab::Flags& f, const std::string& timing) {
   };
   issue(true);  // loads the kernels
   const double ordered = issue(!f.broken), waited = issue(false);
-  std::printf(
-      "cub::DeviceReduce::Sum of %d ints behind a %d ms producer, host time to issue:\n"
-      "   storage from %-30s %10s\n   storage from %-30s %10s\n",
-      n, kProducerMs, f.broken ? "cudaMalloc (--broken)" : "cudaMallocAsync/FreeAsync",
-      cs::format_ms(ordered).c_str(), "cudaMalloc/cudaFree", cs::format_ms(waited).c_str());
+  std::printf("Host time to issue: %s with %s, %s with cudaMalloc/cudaFree\n",
+              cs::format_ms(ordered).c_str(),
+              f.broken ? "cudaMalloc (--broken)" : "cudaMallocAsync/FreeAsync",
+              cs::format_ms(waited).c_str());
   const std::vector<int> want(3, std::accumulate(input.begin(), input.end(), 0));
   cs::verify("cub_sum_results", sums, want);
   // Stream-ordered storage: the host issues it all in <= half the producer's time; cudaFree waits.
@@ -320,11 +298,9 @@ void part_cufft(const lab::Flags& f, const cudaDeviceProp& prop, const cs::Launc
   };
   const cs::Stats one = cs::time_device_ms(1, kRepeats, [&] { pipeline(1); });
   const cs::Stats two = cs::time_device_ms(1, kRepeats, [&] { pipeline(f.broken ? 1 : 2); });
-  std::printf(
-      "%d chunks of %d FFTs of %d points, copied in, transformed, copied out:\n"
-      "   one stream  %10s\n   two streams %10s%s\n",
-      f.chunks, batch, f.fft_size, cs::format_ms(one.median).c_str(),
-      cs::format_ms(two.median).c_str(), f.broken ? " (--broken: one stream)" : "");
+  std::printf("%d chunks of %d FFTs: one stream %s, two streams %s%s\n", f.chunks, batch,
+              cs::format_ms(one.median).c_str(), cs::format_ms(two.median).c_str(),
+              f.broken ? " (--broken: one stream)" : "");
   lab::verify_fft(host_out, f.fft_size, std::size_t(batch) * f.chunks);
   // With two copy engines chunk k + 1's copy in runs beside chunk k's copy out: <= 0.85 of one.
   constexpr double kOverlapMax = 0.85;
@@ -341,7 +317,7 @@ void part_cufft(const lab::Flags& f, const cudaDeviceProp& prop, const cs::Launc
 void part_capture(const lab::Flags& f) {
   const int n = f.size, count = f.elements;
   lab::Gemm gemm(n, 1);
-  std::vector<unsigned> input(count), want(count);
+  std::vector<unsigned> input(count), want(count), got(count + 1);
   for (int i = 0; i < count; ++i) input[i] = unsigned(i % 100);
   cudaStream_t s = nullptr;
   unsigned *in = nullptr, *out = nullptr, *total = nullptr;
@@ -379,16 +355,15 @@ void part_capture(const lab::Flags& f) {
   auto synchronize = [&] { CS_CHECK(cudaStreamSynchronize(s)); };
   const double replay_ms = lab::host_ms(
       f.replays, nothing, [&] { CS_CHECK(cudaGraphLaunch(exec, s)); }, synchronize);
-  cs::Comparison results = gemm.compare(0);
+  CS_CHECK(cudaMemcpy(got.data(), out, count * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  CS_CHECK(cudaMemcpy(&got[count], total, sizeof(unsigned), cudaMemcpyDeviceToHost));
   std::transform(input.begin(), input.end(), want.begin(), Affine{});
-  lab::compare_device(results, out, want);
-  lab::compare_device(results, total, {std::accumulate(input.begin(), input.end(), 0u)});
+  want.push_back(std::accumulate(input.begin(), input.end(), 0u));
+  cs::Comparison results = gemm.compare();
+  cs::accumulate(results, cs::compare(got.data(), want.data(), got.size()));
   const double eager_ms = lab::host_ms(f.replays, nothing, calls, synchronize);
-  std::printf(
-      "Captured: cublasSgemm, thrust::transform(par_nosync), cudaMallocAsync, "
-      "cub::DeviceReduce::Sum, cudaFreeAsync: %zu nodes, %d replays.\n"
-      "Host time to issue them: %s one by one, %s as one graph launch.\n",
-      nodes, f.replays, cs::format_ms(eager_ms).c_str(), cs::format_ms(replay_ms).c_str());
+  std::printf("%zu nodes; host time to issue them: %s one by one, %s as one graph launch\n", nodes,
+              cs::format_ms(eager_ms).c_str(), cs::format_ms(replay_ms).c_str());
   cs::report_comparison("replay_results", results);
   CS_CHECK(cudaGraphExecDestroy(exec));
   CS_CHECK(cudaGraphDestroy(graph));

@@ -36,17 +36,12 @@ inline void add_flags(cs::Options& options, Flags* f) {
   options.add_int("streams", &f->streams, 2, 8, "streams, one cuBLAS handle each (part cublas)");
   options.add_int("size", &f->size, 128, 1024, "n of the n x n x n SGEMMs");
   options.add_int("gemms", &f->gemms, 1, 32, "SGEMMs per stream (parts cublas, shared_handle)");
-  options.add_int(
-      "elements", &f->elements, 2, 1 << 22,
-      "values generated, transformed, sorted and summed (curand, thrust, cub, capture)");
+  options.add_int("elements", &f->elements, 2, 1 << 22, "values (curand, thrust, cub, capture)");
   options.add_int("fft-size", &f->fft_size, 8, 16384, "points per FFT (part cufft)");
   options.add_int("chunks", &f->chunks, 4, 32, "chunks of 2 MiB, copied in and out (part cufft)");
   options.add_int("replays", &f->replays, 1, 100, "graph replays (part capture)");
-  options.add_flag("broken", &f->broken,
-                   "the bugs: handles and plans on one stream, par for par_nosync, cudaMalloc for "
-                   "CUB's storage (parts cublas, thrust, cub, cufft)");
-  options.add_flag("fixed", &f->fixed,
-                   "leave out the race of part curand and the refused capture of part capture");
+  options.add_flag("broken", &f->broken, "each library on the wrong stream or policy");
+  options.add_flag("fixed", &f->fixed, "leave out part curand's race and part capture's refusal");
 }
 
 // cuBLAS, cuRAND and cuFFT return their own status enums, each with 0 for success.
@@ -75,17 +70,15 @@ inline void print_versions() {
 // Why part cublas's speedup cannot show here, or "".
 inline std::string gemm_skip(const Flags& f, const cs::LaunchEnvironment& env, bool concurrent,
                              double gemm_us, double issue_us) {
-  if (env.max_connections < f.streams) {
+  if (env.max_connections < f.streams)
     return cs::format(
         "CUDA_DEVICE_MAX_CONNECTIONS=%d: %d streams share the hardware queues, "
         "where a GEMM waiting for its stream holds up the others",
         env.max_connections, f.streams);
-  }
   if (!concurrent) return "the device runs one kernel at a time (concurrentKernels = 0)";
-  if (gemm_us < 2 * issue_us) {
+  if (gemm_us < 2 * issue_us)
     return cs::format("a GEMM runs %.1f us, issuing one takes %.1f us: the host sets the pace",
                       gemm_us, issue_us);
-  }
   return "";
 }
 
@@ -119,10 +112,8 @@ struct Gemm {
     CS_CHECK(cudaMalloc(&db, b.size() * sizeof(float)));
     CS_CHECK(cudaMemcpy(da, a.data(), a.size() * sizeof(float), cudaMemcpyHostToDevice));
     CS_CHECK(cudaMemcpy(db, b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice));
-    for (float*& c : dc) {
-      CS_CHECK(cudaMalloc(&c, a.size() * sizeof(float)));
-      CS_CHECK(cudaMemset(c, 0, a.size() * sizeof(float)));
-    }
+    for (float*& c : dc) CS_CHECK(cudaMalloc(&c, a.size() * sizeof(float)));
+    for (float* c : dc) CS_CHECK(cudaMemset(c, 0, a.size() * sizeof(float)));
     // The copies and memsets above went to the legacy stream, which non-blocking streams do not
     // wait for (a pageable cudaMemcpy may return before its data lands): finish them here.
     CS_CHECK(cudaDeviceSynchronize());
@@ -131,20 +122,21 @@ struct Gemm {
     for (float* p : dc) CS_CHECK(cudaFree(p));
     for (float* p : {da, db}) CS_CHECK(cudaFree(p));
   }
-  Gemm(const Gemm&) = delete;
+  Gemm(const Gemm&) = delete;  // owns device memory
   Gemm& operator=(const Gemm&) = delete;
-  // The sampled entries of result `out` (column-major, as cuBLAS stores it) and the CPU's.
-  cs::Comparison compare(int out) const {
+  // Every result's sampled entries (column-major, as cuBLAS stores them) against the CPU's.
+  cs::Comparison compare() const {
     std::vector<float> c(a.size()), got, want;
-    CS_CHECK(cudaMemcpy(c.data(), dc[out], c.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    for (int i = 0; i < n; ++i) {
-      for (int t = 0; t < 4; ++t) {
-        const int j = (i * 13 + t * n / 4) % n;
-        float sum = 0;
-        for (int k = 0; k < n; ++k) sum += a[i + std::size_t(k) * n] * b[k + std::size_t(j) * n];
-        want.push_back(sum);
-        got.push_back(c[i + std::size_t(j) * n]);
-      }
+    for (float* out : dc) {
+      CS_CHECK(cudaMemcpy(c.data(), out, c.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      for (int i = 0; i < n; ++i)
+        for (int t = 0; t < 4; ++t) {
+          const int j = (i * 13 + t * n / 4) % n;
+          float sum = 0;
+          for (int k = 0; k < n; ++k) sum += a[i + std::size_t(k) * n] * b[k + std::size_t(j) * n];
+          want.push_back(sum);
+          got.push_back(c[i + std::size_t(j) * n]);
+        }
     }
     return cs::compare(got.data(), want.data(), got.size());
   }
@@ -165,14 +157,6 @@ double host_ms(int repeats, Before&& before, Call&& call, After&& after) {
   return cs::median(samples);
 }
 
-// Compares `count` values of device array `device` with `want`, adding to `all`.
-template <class T>
-void compare_device(cs::Comparison& all, const T* device, const std::vector<T>& want) {
-  std::vector<T> got(want.size());
-  CS_CHECK(cudaMemcpy(got.data(), device, want.size() * sizeof(T), cudaMemcpyDeviceToHost));
-  cs::accumulate(all, cs::compare(got.data(), want.data(), want.size()));
-}
-
 // Part cufft's input: a signal in [-1, 1], real (imaginary parts 0).
 inline float signal(std::size_t i) {
   return static_cast<float>(std::sin(0.37 * double(i % 9973)));
@@ -182,16 +166,14 @@ inline float signal(std::size_t i) {
 inline void verify_fft(const float2* out, int fft_size, std::size_t transforms) {
   std::vector<double> got, want;
   const double pi = std::acos(-1.0);
-  for (std::size_t t : {std::size_t(0), transforms / 2, transforms - 1}) {
+  for (std::size_t t : {std::size_t(0), transforms / 2, transforms - 1})
     for (int k : {0, 1, fft_size / 2, fft_size - 1}) {
       std::complex<double> sum = 0;
-      for (int x = 0; x < fft_size; ++x) {
+      for (int x = 0; x < fft_size; ++x)
         sum += double(signal(t * fft_size + x)) * std::polar(1.0, -2.0 * pi * k * x / fft_size);
-      }
       got.insert(got.end(), {out[t * fft_size + k].x, out[t * fft_size + k].y});
       want.insert(want.end(), {sum.real(), sum.imag()});
     }
-  }
   cs::verify("fft_points", got, want, 1e-3);
 }
 
