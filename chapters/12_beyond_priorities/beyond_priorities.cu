@@ -42,8 +42,7 @@
 #include "cuda_streams.hpp"
 #include "cuda_streams/device_clock.cuh"
 
-using lab::kThreads;
-constexpr int kFloodMaxRegisters = 32;  // 2048 threads x 32 = the 64K registers of an SM
+constexpr int kThreads = 128;  // per block, for every kernel of the chapter
 
 // Kernels
 
@@ -54,7 +53,7 @@ __device__ void spin_for(unsigned long long ns) {  // wall time, whatever the cl
 
 // The flood: every block holds its SM slot for block_ns. Block 0 raises `started` (mapped host
 // memory) so the host knows the flood runs; `span` collects its first start and its last end.
-__global__ void __maxnreg__(kFloodMaxRegisters)
+__global__ void __maxnreg__(32)  // 2048 threads x 32 registers = the 64K registers of an SM
     flood_kernel(unsigned long long block_ns, volatile unsigned int* started, unsigned int run,
                  unsigned int* blocks_done, unsigned long long* span) {
   if (threadIdx.x == 0) {
@@ -71,12 +70,8 @@ __global__ void __maxnreg__(kFloodMaxRegisters)
   __syncthreads();  // the whole block keeps its slot until thread 0 is done
 }
 
-__host__ __device__ unsigned int short_value(unsigned int run, int i) {
-  return run * 100003u + i;
-}
-
 // The latency-critical kernel: short work, its span on the GPU's clock (span[0] = first block's
-// start, span[1] = last block's end) kept for the timeline.
+// start, span[1] = last block's end) kept for the timeline; out[i] = run * 100003 + i.
 __global__ void short_kernel(unsigned long long work_ns, unsigned int run, unsigned int* out,
                              unsigned long long* span) {
   if (threadIdx.x == 0) {
@@ -87,20 +82,17 @@ __global__ void short_kernel(unsigned long long work_ns, unsigned int run, unsig
   }
   __syncthreads();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = short_value(run, i);
+  out[i] = run * 100003u + i;
 }
 
-__host__ __device__ unsigned int produced_value(unsigned int round, int i) {
-  return round * 2654435761u + i;
-}
-
-// A producer made slow on purpose (delay_ns), so that a consumer that does not wait loses.
+// A producer made slow on purpose (delay_ns), so that a consumer that does not wait loses;
+// data[i] = round * 2654435761 + i.
 __global__ void slow_producer(unsigned int* data, int n, unsigned long long delay_ns,
                               unsigned int round) {
   if (threadIdx.x == 0) spin_for(delay_ns);
   __syncthreads();
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    data[i] = produced_value(round, i);
+    data[i] = round * 2654435761u + i;
 }
 
 // out = 3 * data + 1, one element per thread.
@@ -111,7 +103,12 @@ __global__ void consumer(const unsigned int* data, unsigned int* out, int n) {
 
 // Part 1: green contexts: SMs of its own for a latency-critical kernel
 
-struct GreenBench {  // what every run of part 1 shares
+// Part 1's green contexts and their streams: `mine` (--sms SMs), `other` (the rest, the flood's);
+// and what every run shares.
+struct GreenBench {
+  CUdevResource all{}, granted{}, rest{};  // the device's SMs; what each context holds
+  CUgreenCtx mine = nullptr, other = nullptr;
+  CUstream mine_stream = nullptr, rest_stream = nullptr;  // a CUstream is a cudaStream_t
   int flood_blocks = 0, short_blocks = 0;
   unsigned int *started = nullptr, *blocks_done = nullptr, *out = nullptr;  // started: mapped
   unsigned long long* span = nullptr;  // the flood's first start and last end, then the short's
@@ -149,26 +146,19 @@ std::pair<double, double> flood_and_short(GreenBench& b, cudaStream_t flood_stre
   CS_CHECK(cudaMemcpy(span, b.span, sizeof span, cudaMemcpyDeviceToHost));
   CS_CHECK(cudaMemcpy(&done, b.blocks_done, sizeof done, cudaMemcpyDeviceToHost));
   CS_CHECK(cudaMemcpy(got.data(), b.out, got.size() * sizeof got[0], cudaMemcpyDeviceToHost));
-  for (std::size_t i = 0; i < want.size(); ++i) want[i] = short_value(run, static_cast<int>(i));
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = run * 100003u + i;
   cs::accumulate(b.results, cs::compare(got.data(), want.data(), want.size()));
   b.floods_complete += done == static_cast<unsigned int>(b.flood_blocks) ? 1 : 0;
-  auto since_flood = [&](unsigned long long ns) { return (double(ns) - double(span[0])) / 1e6; };
-  if (row >= 0 && span[1] > span[0] && span[3] > span[2]) {
-    b.drawn.spans.push_back({row, "flood", "", 0.0, since_flood(span[1])});
-    b.drawn.spans.push_back({row + 1, "short", "", since_flood(span[2]), since_flood(span[3])});
-  }
+  auto ms = [&](int k) { return (double(span[k]) - double(span[0])) / 1e6; };  // since the flood
+  if (row >= 0 && span[1] > span[0] && span[3] > span[2])
+    b.drawn.spans.insert(b.drawn.spans.end(),
+                         {{row, "flood", "", 0.0, ms(1)}, {row + 1, "short", "", ms(2), ms(3)}});
   return {latency_ms, span[1] > span[0] ? (span[1] - span[0]) / 1e6 : 0.0};
 }
 
-// Part 1's green contexts and their streams: `mine` (--sms SMs), `other` (the rest, the flood's).
-struct GreenContexts {
-  CUdevResource all{}, granted{}, rest{};  // the device's SMs; what each context holds
-  CUgreenCtx mine = nullptr, other = nullptr;
-  CUstream mine_stream = nullptr, rest_stream = nullptr;  // a CUstream is a cudaStream_t
-};
-
-// Makes them from the device's SMs; false (having said why) where the part cannot run.
-bool make_green_contexts(int device, int sms, const cs::Parts& parts, GreenContexts& g) {
+// Makes the green contexts from the device's SMs; false (having said why) where the part cannot
+// run.
+bool make_green_contexts(int device, int sms, const cs::Parts& parts, GreenBench& g) {
   if (!drv::green_missing.empty())  // never call a function the driver did not give
     return lab::skip_part(parts, "no green contexts: " + drv::green_missing), false;
   CUdevice dev = 0;
@@ -177,19 +167,17 @@ bool make_green_contexts(int device, int sms, const cs::Parts& parts, GreenConte
   if (got == CUDA_ERROR_NOT_SUPPORTED)  // the driver's word for a device without them
     return lab::skip_part(parts, "no green contexts here: cuDeviceGetDevResource says " +
                                      lab::driver_error(got)),
-           false;
-  lab::check_driver(got, "cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM)", __FILE__,
-                    __LINE__);  // any other error: exit 1, naming it
+           false;  // any other error: exit 1, naming it
+  lab::check_driver(got, "cuDeviceGetDevResource(dev, &all, SM)", __FILE__, __LINE__);
   const unsigned int least = g.all.sm.minSmPartitionSize;
   const unsigned int step = std::max(1u, g.all.sm.smCoscheduledAlignment);
-  const unsigned int asked = std::max(
-      least, (static_cast<unsigned int>(sms) + step - 1) / step * step);  // as the driver rounds
+  // --sms as the driver rounds it: a multiple of step, at least least
+  const unsigned int asked = std::max(least, (sms + step - 1) / step * step);  // sms >= 1
   if (asked + least > g.all.sm.smCount) {  // --sms leaves none for the flood
     const std::string no_room =
         cs::format("--sms %d: the device's %u SMs cannot give %u and keep %u for the flood", sms,
                    g.all.sm.smCount, asked, least);
-    for (const char* check :
-         {"short_kernel_results", "every_flood_block_ran", "green_latency_ratio"})
+    for (auto check : {"short_kernel_results", "every_flood_block_ran", "green_latency_ratio"})
       cs::check_skipped(check, no_room);
     return false;
   }
@@ -217,32 +205,30 @@ bool make_green_contexts(int device, int sms, const cs::Parts& parts, GreenConte
 
 void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnvironment& env,
                 const cs::CommonOptions& common, const cs::Parts& parts) {
-  GreenContexts g;
-  if (!make_green_contexts(device, f.sms, parts, g)) return;
+  GreenBench b;
+  if (!make_green_contexts(device, f.sms, parts, b)) return;
   int least = 0, greatest = 0;  // chapter 03's answer: the flood low, the short kernel high
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   cudaStream_t low = nullptr, high = nullptr;
   CS_CHECK(cudaStreamCreateWithPriority(&low, cudaStreamNonBlocking, least));
   CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
-  GreenBench b;
-  b.flood_blocks = per_sm * static_cast<int>(g.all.sm.smCount);  // one wave on every SM
-  b.short_blocks = static_cast<int>(g.granted.sm.smCount);
+  b.flood_blocks = per_sm * static_cast<int>(b.all.sm.smCount);  // one wave on every SM
+  b.short_blocks = static_cast<int>(b.granted.sm.smCount);
   CS_CHECK(cudaHostAlloc(&b.started, sizeof(unsigned int), cudaHostAllocMapped));
   CS_CHECK(cudaMalloc(&b.blocks_done, sizeof(unsigned int)));
   CS_CHECK(cudaMalloc(&b.span, 4 * sizeof(unsigned long long)));
   CS_CHECK(cudaMalloc(&b.out, b.short_blocks * kThreads * sizeof(unsigned int)));
   std::vector<double> prio_ms, green_ms, full_flood, green_flood;
-  unsigned int run = 0;
   for (int r = 0; r <= f.repeats; ++r) {      // r == 0 warms both pairs of streams up
     const int row = r == f.repeats ? 0 : -1;  // the last runs are drawn on the timeline
-    auto p = flood_and_short(b, low, high, f, ++run, row);
-    auto own = flood_and_short(b, g.rest_stream, g.mine_stream, f, ++run, row < 0 ? row : 2);
+    auto p = flood_and_short(b, low, high, f, 2 * r + 1, row);  // run numbers 1, 2, 3, ...
+    auto own = flood_and_short(b, b.rest_stream, b.mine_stream, f, 2 * r + 2, row < 0 ? row : 2);
     if (r == 0) continue;
     prio_ms.push_back(p.first), full_flood.push_back(p.second);
     green_ms.push_back(own.first), green_flood.push_back(own.second);
   }
   const double prio = cs::median(prio_ms), green = cs::median(green_ms);
-  const unsigned int rest_sms = g.rest.sm.smCount, rest_slots = per_sm * rest_sms;
+  const unsigned int rest_sms = b.rest.sm.smCount, rest_slots = per_sm * rest_sms;
   std::printf(
       "A %d us kernel submitted into %d flood blocks of %d ms (medians of %d runs):\n"
       "  %-58s %10s\n  %-58s %10s\n"
@@ -250,8 +236,7 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
       f.short_us, b.flood_blocks, f.flood_ms, f.repeats,
       cs::format("highest priority (%d), flood at %d, all SMs shared", greatest, least).c_str(),
       cs::format_ms(prio).c_str(),
-      cs::format("own green context of %u SMs, flood on the other %u", g.granted.sm.smCount,
-                 rest_sms)
+      cs::format("own green context of %d SMs, flood on the other %u", b.short_blocks, rest_sms)
           .c_str(),
       cs::format_ms(green).c_str(), cs::format_ms(cs::median(full_flood)).c_str(),
       cs::format_ms(cs::median(green_flood)).c_str(), rest_sms,
@@ -266,27 +251,23 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
   // of it against its wait at the highest priority: a flood block less the host's 1 ms. One
   // hardware queue may still hold it behind the flood; launch blocking ends the flood first.
   constexpr double kGreenLatencyRatioMax = 0.01;
-  const int needed_ms =
-      1 + static_cast<int>(std::ceil((f.short_us + 30) / (500 * kGreenLatencyRatioMax)));
+  const int needed_ms = 1 + int(std::ceil((f.short_us + 30) / (500 * kGreenLatencyRatioMax)));
   const double ratio = prio > 0 ? green / prio : 0;
+  const std::string too_short =
+      cs::format("a %d us kernel against %d ms flood blocks: the bar needs blocks of %d ms or more",
+                 f.short_us, f.flood_ms, needed_ms);
+  const char* one_queue = "one hardware queue: the short kernel waited behind the flood in it";
   cs::check_or_skip(
       cs::first_reason(
           {common.timing_skip_reason(), cs::no_overlap_reason(env),
-           f.flood_ms >= needed_ms
-               ? ""
-               : cs::format("a %d us kernel against %d ms flood blocks: the bar needs blocks of "
-                            "%d ms or more (the wait behind one, less the host's 1 ms, 200 times "
-                            "the kernel and its 30 us launch)",
-                            f.short_us, f.flood_ms, needed_ms),
-           env.max_connections == 1 && ratio > kGreenLatencyRatioMax
-               ? "one hardware queue: the short kernel waited behind the flood in it"
-               : ""}),
+           f.flood_ms >= needed_ms ? "" : too_short,
+           env.max_connections == 1 && ratio > kGreenLatencyRatioMax ? one_queue : ""}),
       "green_latency_ratio", ratio, cs::Compare::at_most, kGreenLatencyRatioMax, "x",
       "latency in a green context / at the highest priority");
   CS_CHECK(cudaStreamDestroy(low));
   CS_CHECK(cudaStreamDestroy(high));
-  for (CUstream s : {g.mine_stream, g.rest_stream}) CU_CHECK(drv::cuStreamDestroy(s));
-  for (CUgreenCtx context : {g.mine, g.other}) CU_CHECK(drv::cuGreenCtxDestroy(context));
+  for (CUstream s : {b.mine_stream, b.rest_stream}) CU_CHECK(drv::cuStreamDestroy(s));
+  for (CUgreenCtx context : {b.mine, b.other}) CU_CHECK(drv::cuGreenCtxDestroy(context));
   CS_CHECK(cudaFreeHost(b.started));
   CS_CHECK(cudaFree(b.blocks_done));
   CS_CHECK(cudaFree(b.span));
@@ -294,25 +275,6 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
 }
 
 // Part 2: stream memory operations: a flag in memory holds and releases a stream
-
-// A wait nobody satisfies: without the watchdog, cudaStreamSynchronize would never return.
-// The stream waits on `never` (flags[3]), then writes 777 into `ack` (flags[1]).
-void unsatisfied_wait(cudaStream_t a, volatile unsigned int* vflags, CUdeviceptr never,
-                      CUdeviceptr ack, int watchdog_ms) {
-  lab::Watchdog guard(&vflags[3], 1, watchdog_ms);
-  CU_CHECK(drv::cuStreamWaitValue32(a, never, 1, CU_STREAM_WAIT_VALUE_GEQ));
-  CU_CHECK(drv::cuStreamWriteValue32(a, ack, 777, CU_STREAM_WRITE_VALUE_DEFAULT));
-  const double from = cs::host_now_ms();
-  CS_CHECK(cudaStreamSynchronize(a));
-  const double waited = cs::host_now_ms() - from;
-  guard.cancel();
-  std::printf(
-      "A wait for a flag nobody writes: the watchdog wrote it after %d ms; the stream\n"
-      "waited %s, then ran the work behind the wait.\n",
-      watchdog_ms, cs::format_ms(waited).c_str());
-  cs::check_that("watchdog_ended_wait", guard.fired() && vflags[1] == 777,
-                 "the stream went on after the watchdog's write, and only then");
-}
 
 // One stream releases another: B produces, then writes `flag`; A waits for it, then consumes.
 void stream_release(cudaStream_t a, cudaStream_t b, volatile unsigned int* vflag, CUdeviceptr flag,
@@ -335,9 +297,8 @@ void stream_release(cudaStream_t a, cudaStream_t b, volatile unsigned int* vflag
     CS_CHECK_LAUNCH();
     CS_CHECK(cudaMemcpyAsync(got.data(), out, n * sizeof(unsigned int), cudaMemcpyDeviceToHost, a));
     CS_CHECK(cudaStreamSynchronize(a));
-    guard.cancel();
-    watchdog_released = watchdog_released || guard.fired();
-    for (int i = 0; i < n; ++i) want[i] = 3u * produced_value(round, i) + 1u;
+    watchdog_released = guard.cancel() || watchdog_released;
+    for (int i = 0; i < n; ++i) want[i] = 3u * (round * 2654435761u + i) + 1u;
     cs::accumulate(results, cs::compare(got.data(), want.data(), n));
   }
   CS_CHECK(cudaStreamSynchronize(b));
@@ -381,8 +342,7 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
     vflags[0] = r;
     const bool acked = lab::wait_for_flag(&vflags[1], r);
     release_us.push_back((cs::host_now_ms() - from) * 1e3);
-    guard.cancel();
-    fired += guard.fired() || !acked ? 1 : 0;
+    fired += guard.cancel() || !acked ? 1 : 0;
   }
   CS_CHECK(cudaStreamSynchronize(a));
   const double median_us = cs::median(release_us);
@@ -393,20 +353,31 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
   // releases: one late wake-up of the host thread (the OS ran another) would decide the median.
   constexpr double kReleaseUsMax = 100;
   constexpr int kMinReleases = 5;
-  cs::check_or_skip(
-      cs::first_reason(
-          {common.timing_skip_reason(),
-           fired ? "the watchdog had to release the wait: the host was blocked" : "",
-           f.releases >= kMinReleases
-               ? ""
-               : cs::format("a median of %d releases: one late wake-up of the host decides it; "
-                            "the bar needs %d or more",
-                            f.releases, kMinReleases)}),
-      "release_latency", median_us, cs::Compare::at_most, kReleaseUsMax, " us",
-      "host write to the stream's acknowledgement");
+  const std::string few =
+      cs::format("a median of %d releases: the bar needs %d or more", f.releases, kMinReleases);
+  const char* blocked = "the watchdog had to release the wait: the host was blocked";
+  cs::check_or_skip(cs::first_reason({common.timing_skip_reason(), fired ? blocked : "",
+                                      f.releases >= kMinReleases ? "" : few}),
+                    "release_latency", median_us, cs::Compare::at_most, kReleaseUsMax, " us",
+                    "host write to the stream's acknowledgement");
 
   stream_release(a, b, &vflags[2], flag(2), f.watchdog_ms);
-  unsatisfied_wait(a, vflags, flag(3), flag(1), f.watchdog_ms);
+
+  // A wait nobody satisfies (flag 3): without the watchdog, cudaStreamSynchronize would never
+  // return. Behind the wait the stream writes 777 into flag 1.
+  lab::Watchdog guard(&vflags[3], 1, f.watchdog_ms);
+  CU_CHECK(drv::cuStreamWaitValue32(a, flag(3), 1, CU_STREAM_WAIT_VALUE_GEQ));
+  CU_CHECK(drv::cuStreamWriteValue32(a, flag(1), 777, CU_STREAM_WRITE_VALUE_DEFAULT));
+  const double from = cs::host_now_ms();
+  CS_CHECK(cudaStreamSynchronize(a));
+  const double waited = cs::host_now_ms() - from;
+  guard.cancel();
+  std::printf(
+      "A wait for a flag nobody writes: the watchdog wrote it after %d ms; the stream\n"
+      "waited %s, then ran the work behind the wait.\n",
+      f.watchdog_ms, cs::format_ms(waited).c_str());
+  cs::check_that("watchdog_ended_wait", guard.fired && vflags[1] == 777,
+                 "the stream went on after the watchdog's write, and only then");
   CS_CHECK(cudaFreeHost(flags));
   CS_CHECK(cudaStreamDestroy(a));
   CS_CHECK(cudaStreamDestroy(b));
@@ -420,7 +391,12 @@ int main(int argc, char** argv) {
   cs::Parts parts(options,
                   {{"green", "SMs of its own: a green context against the highest priority"},
                    {"memops", "a flag in memory holds and releases a stream"}});
-  lab::add_flags(options, &f);
+  options.add_int("flood-ms", &f.flood_ms, 1, 50, "green: how long each flood block runs, in ms");
+  options.add_int("short-us", &f.short_us, 1, 1000, "green: how long the short kernel runs, in us");
+  options.add_int("sms", &f.sms, 1, 256, "green: SMs asked for the short kernel (rounded up)");
+  options.add_int("releases", &f.releases, 1, 1000, "memops: host releases of a stream timed");
+  options.add_int("watchdog-ms", &f.watchdog_ms, 20, 500, "memops: ms before the watchdog fires");
+  options.add_int("repeats", &f.repeats, 1, 20, "timed runs of each case (medians are reported)");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);  // stdout is line-buffered from here on
   const cs::LaunchEnvironment env = cs::launch_environment();  // before the first CUDA call

@@ -1,8 +1,9 @@
 // Chapter 12's machinery: a reader may skip this file.
 //
 // What is here: the driver functions the chapter calls (from the driver the runtime loaded), a
-// check for driver API calls (CU_CHECK), the flags, SKIP for a part, a host watchdog that releases
-// a stream wait nobody else would, and waiting on a flag in mapped host memory with a timeout.
+// check for driver API calls (CU_CHECK), the flags' defaults (main declares them), SKIP for a
+// part, a host watchdog that releases a stream wait nobody else would, and waiting on a flag in
+// mapped host memory with a timeout.
 // Every call the chapter teaches is in beyond_priorities.cu.
 
 #pragma once
@@ -30,19 +31,7 @@
 // stays nullptr, its name goes into green_missing or memops_missing, and the part that needs it
 // is skipped, never called; a lookup that fails on a driver new enough is a bug: exit 1.
 namespace drv {
-inline int driver_version = 0;  // cudaDriverGetVersion: 12040 is CUDA 12.4
-inline PFN_cuGetErrorName_v6000 cuGetErrorName = nullptr;
-inline PFN_cuDeviceGet_v2000 cuDeviceGet = nullptr;
-inline PFN_cuDeviceGetDevResource_v12040 cuDeviceGetDevResource = nullptr;
-inline PFN_cuDevSmResourceSplitByCount_v12040 cuDevSmResourceSplitByCount = nullptr;
-inline PFN_cuDevResourceGenerateDesc_v12040 cuDevResourceGenerateDesc = nullptr;
-inline PFN_cuGreenCtxCreate_v12040 cuGreenCtxCreate = nullptr;
-inline PFN_cuGreenCtxStreamCreate_v12050 cuGreenCtxStreamCreate = nullptr;
-inline PFN_cuGreenCtxGetDevResource_v12040 cuGreenCtxGetDevResource = nullptr;
-inline PFN_cuGreenCtxDestroy_v12040 cuGreenCtxDestroy = nullptr;
-inline PFN_cuStreamDestroy_v4000 cuStreamDestroy = nullptr;
-inline PFN_cuStreamWaitValue32_v11070 cuStreamWaitValue32 = nullptr;
-inline PFN_cuStreamWriteValue32_v11070 cuStreamWriteValue32 = nullptr;
+inline int driver_version = 0;                     // cudaDriverGetVersion: 12040 is CUDA 12.4
 inline std::string green_missing, memops_missing;  // "driver 12.4 older than cuGreen..."
 
 template <class F>  // one function at one version (*fn stays nullptr when the driver is older)
@@ -55,56 +44,41 @@ void get(const char* name, F* fn, int version, std::string* missing) {
     return;
   }
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  void* address = nullptr;
-  CS_CHECK(cudaGetDriverEntryPointByVersion(name, &address, version, cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || address == nullptr) {
+  void** address = reinterpret_cast<void**>(fn);
+  CS_CHECK(cudaGetDriverEntryPointByVersion(name, address, version, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || *fn == nullptr) {
     std::fprintf(stderr, "cudaGetDriverEntryPointByVersion(\"%s\", %d): result %d\n", name, version,
                  static_cast<int>(found));
     std::exit(cs::kFailExitCode);
   }
-  *fn = reinterpret_cast<F>(address);
 }
 
-// #name: the function's own name (cuda.h's macros, cuStreamDestroy -> _v2, rename the pointer)
-#define CS_DRV_GET(name, version, missing) ::drv::get(#name, &::drv::name, version, missing)
+// Each function: its name, the CUDA version whose signature its pointer has (PFN_name_vVERSION)
+// and the part that needs it, in the order a skipped part names them. #name is the function's
+// own name (cuda.h's macros, cuStreamDestroy -> cuStreamDestroy_v2, rename only the pointer).
+// clang-format off
+#define CS_DRV_FUNCTIONS(X)                                                                        \
+  X(cuGetErrorName, 6000, green) X(cuDeviceGet, 2000, green)                                       \
+  X(cuDeviceGetDevResource, 12040, green) X(cuDevSmResourceSplitByCount, 12040, green)             \
+  X(cuDevResourceGenerateDesc, 12040, green) X(cuGreenCtxCreate, 12040, green)                     \
+  X(cuGreenCtxStreamCreate, 12050, green) X(cuGreenCtxGetDevResource, 12040, green)                \
+  X(cuGreenCtxDestroy, 12040, green) X(cuStreamDestroy, 4000, green)                               \
+  X(cuStreamWaitValue32, 11070, memops) X(cuStreamWriteValue32, 11070, memops)
+// clang-format on
+#define CS_DRV_DECLARE(name, version, part) inline PFN_##name##_v##version name = nullptr;
+#define CS_DRV_GET(name, version, part) get(#name, &name, version, &part##_missing);
+CS_DRV_FUNCTIONS(CS_DRV_DECLARE)
 inline void load() {
   CS_CHECK(cudaDriverGetVersion(&driver_version));
-  CS_DRV_GET(cuGetErrorName, 6000, &green_missing);  // CUDA 6.0: every driver that runs this
-  CS_DRV_GET(cuDeviceGet, 2000, &green_missing);
-  CS_DRV_GET(cuDeviceGetDevResource, 12040, &green_missing);
-  CS_DRV_GET(cuDevSmResourceSplitByCount, 12040, &green_missing);
-  CS_DRV_GET(cuDevResourceGenerateDesc, 12040, &green_missing);
-  CS_DRV_GET(cuGreenCtxCreate, 12040, &green_missing);
-  CS_DRV_GET(cuGreenCtxStreamCreate, 12050, &green_missing);
-  CS_DRV_GET(cuGreenCtxGetDevResource, 12040, &green_missing);
-  CS_DRV_GET(cuGreenCtxDestroy, 12040, &green_missing);
-  CS_DRV_GET(cuStreamDestroy, 4000, &green_missing);
-  CS_DRV_GET(cuStreamWaitValue32, 11070, &memops_missing);
-  CS_DRV_GET(cuStreamWriteValue32, 11070, &memops_missing);
+  CS_DRV_FUNCTIONS(CS_DRV_GET)
 }
-#undef CS_DRV_GET
 }  // namespace drv
 
 namespace lab {
 
-constexpr int kThreads = 128;             // per block, for every kernel of the chapter
-constexpr double kFlagTimeoutMs = 20000;  // a flag that never comes means a bug: stop, not hang
-
 struct Flags {  // green: flood_ms, short_us, sms; memops: releases, watchdog_ms; both: repeats
   int flood_ms = 20, short_us = 20, sms = 16, releases = 50, watchdog_ms = 100, repeats = 3;
 };
-
-inline void add_flags(cs::Options& options, Flags* f) {
-  options.add_int("flood-ms", &f->flood_ms, 1, 50, "green: how long each flood block runs, in ms");
-  options.add_int("short-us", &f->short_us, 1, 1000,
-                  "green: how long the latency-critical kernel runs, in us");
-  options.add_int("sms", &f->sms, 1, 256,
-                  "green: SMs asked for the latency-critical partition (the driver rounds up)");
-  options.add_int("releases", &f->releases, 1, 1000, "memops: host releases of a stream timed");
-  options.add_int("watchdog-ms", &f->watchdog_ms, 20, 500,
-                  "memops: how long a stream may wait before the host watchdog releases it, in ms");
-  options.add_int("repeats", &f->repeats, 1, 20, "timed runs of each case (medians are reported)");
-}
 
 // The name of a driver API result ("CUDA_ERROR_NOT_SUPPORTED").
 inline std::string driver_error(CUresult result) {
@@ -113,10 +87,9 @@ inline std::string driver_error(CUresult result) {
   return named && name ? name : "CUresult " + std::to_string(result);
 }
 
-inline void check_driver(CUresult result, const char* expression, const char* file, int line) {
+inline void check_driver(CUresult result, const char* call, const char* file, int line) {
   if (result == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, expression,
-               driver_error(result).c_str());
+  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, call, driver_error(result).c_str());
   std::exit(cs::kFailExitCode);
 }
 
@@ -127,39 +100,32 @@ inline void skip_part(const cs::Parts& parts, const std::string& reason) {
   std::printf("SKIP: %s; this part's checks do not run\n", reason.c_str());
 }
 
-// Waits until the GPU writes `value` into a flag in mapped host memory; false after the timeout.
+// Waits until the GPU writes `value` into a flag in mapped host memory; false after 20 s (a flag
+// that never comes means a bug: stop, not hang).
 inline bool wait_for_flag(const volatile unsigned int* flag, unsigned int value) {
   const double from = cs::host_now_ms();
   while (*flag != value)
-    if (cs::host_now_ms() - from > kFlagTimeoutMs) return false;
+    if (cs::host_now_ms() - from > 20000) return false;
   return true;
 }
 
 // A host thread that writes `value` into `flag` (mapped host memory a stream waits on) when
 // cancel() has not come within `timeout_ms`: a wait that nobody satisfies ends instead of hanging
-// the program. fired() says whether it had to.
-class Watchdog {
- public:
+// the program. `fired` (and cancel()) says whether it had to.
+struct Watchdog {
+  std::promise<void> cancelled;  // declared before thread: they exist before the thread starts
+  std::atomic<bool> fired{false};
+  std::thread thread;
   Watchdog(volatile unsigned int* flag, unsigned int value, int timeout_ms)
-      : thread_([this, flag, value, timeout_ms, cancelled = cancel_.get_future()] {
-          if (cancelled.wait_for(std::chrono::milliseconds(timeout_ms)) ==
-              std::future_status::timeout) {
-            fired_ = true;
-            *flag = value;  // release the stream: what its waiter was waiting for
-          }
+      : thread([this, flag, value, timeout_ms, done = cancelled.get_future()] {
+          if (done.wait_for(std::chrono::milliseconds(timeout_ms)) == std::future_status::timeout)
+            fired = true, *flag = value;  // release the stream: what its waiter was waiting for
         }) {}
   ~Watchdog() { cancel(); }
-  void cancel() {
-    if (!thread_.joinable()) return;
-    cancel_.set_value();
-    thread_.join();
+  bool cancel() {
+    if (thread.joinable()) cancelled.set_value(), thread.join();
+    return fired;
   }
-  bool fired() const { return fired_; }
-
- private:
-  std::promise<void> cancel_;  // declared before thread_: they exist before the thread starts
-  std::atomic<bool> fired_{false};
-  std::thread thread_;
 };
 
 }  // namespace lab
