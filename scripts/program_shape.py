@@ -46,7 +46,6 @@ READING_ALLOWANCES = {
     "04_pinned_async_pipeline": (922, 0.109, 756),
     "06_multi_device": (664, 0.140, 359),
     "07_broken_vs_fixed_sync": (623, 0.163, 303),
-    "09_graph_capture": (661, 0.20, 383),
     "11_pytorch_streams": (694, 0.119, 438),
     "12_beyond_priorities": (400, 0.184, 200),
     "14_libraries_on_streams": (490, 0.191, 200),
