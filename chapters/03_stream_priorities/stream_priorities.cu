@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,10 @@
 #include "cuda_streams/device_clock.cuh"
 #include "stream_priorities_lab.cuh"
 
-using lab::kThreads;
 constexpr int kFloodMaxRegisters = 32;  // 2048 threads x 32 = the 64K registers of an SM
 constexpr int kFloodCounters = 32;      // the flood counts its blocks on a few addresses
 constexpr std::size_t kCounterBytes = kFloodCounters * sizeof(unsigned int);
-constexpr double kStartTimeoutMs = 60000;  // generous: compute-sanitizer starts kernels slowly
+constexpr int kStartTimeoutS = 60;  // generous: compute-sanitizer starts kernels slowly
 
 // Kernels
 
@@ -49,50 +49,44 @@ constexpr double kStartTimeoutMs = 60000;  // generous: compute-sanitizer starts
 // (cs::globaltimer_ns() is the GPU's nanosecond clock, from cuda_streams/device_clock.cuh).
 __device__ void spin_for(unsigned long long ns) {
   const unsigned long long start = cs::globaltimer_ns();
-  while (cs::globaltimer_ns() - start < ns) {
-  }
+  while (cs::globaltimer_ns() - start < ns) continue;
 }
 
-// The flood: every block holds its SM slot for block_ns, then counts itself. Block 0 raises
+// The flood: every block holds its SM slot for block_us, then counts itself. Block 0 raises
 // `started` in mapped host memory, so that the host knows the flood is on the GPU. Capping its
 // registers makes the SM's thread slots, not its registers, limit how many of its blocks fit: a
 // full wave of flood blocks then leaves no room for any other block.
 __global__ void __maxnreg__(kFloodMaxRegisters)
-    flood_kernel(unsigned long long block_ns, volatile int* started, unsigned int* blocks_done) {
+    flood_kernel(int block_us, volatile int* started, unsigned int* blocks_done) {
   if (threadIdx.x == 0) {
     if (blockIdx.x == 0) {
       *started = 1;
       __threadfence_system();
     }
-    spin_for(block_ns);
+    spin_for(block_us * 1000ull);
     atomicAdd(&blocks_done[blockIdx.x % kFloodCounters], 1u);
   }
   __syncthreads();  // the whole block keeps its slot until thread 0 is done
 }
 
-// What thread i of the short kernel writes for request number `request`.
-__host__ __device__ int short_value(int request, int i) {
-  return request * 1000000 + i;
-}
-
-// The latency-sensitive work: a short fixed time per block, then one value per thread.
-__global__ void short_kernel(unsigned long long work_ns, int request, int* out) {
-  if (threadIdx.x == 0) spin_for(work_ns);
+// The latency-sensitive work: a short fixed time per block, then one value per thread (for
+// request number `request`, which the host checks).
+__global__ void short_kernel(int work_us, int request, int* out) {
+  if (threadIdx.x == 0) spin_for(work_us * 1000ull);
   __syncthreads();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i] = short_value(request, i);
+  out[i] = request * 1000000 + i;
 }
 
 // Part 1: the device's range, and what a stream really gets
 
 void part_range() {
   // core: range
-  int least = 0, greatest = 0;
+  int least = 0, greatest = 0, inside = 0, kept = 0;  // priorities asked inside, and kept as asked
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   std::printf("   this device says:  %d (greatest) .. %d (least), %d levels\n", greatest, least,
               least - greatest + 1);
   std::printf("   asked (p)   cudaStreamCreateWithPriority(p) gives\n");
-  int inside = 0, kept = 0;  // priorities asked inside the range, and kept as asked
   auto ask = [&](int p) {
     cudaStream_t stream = nullptr;
     CS_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, p));
@@ -138,11 +132,10 @@ int pytorch_priority(int requested, int levels) {
 }
 
 void part_pytorch() {
-  int least = 0, greatest = 0;
+  int least = 0, greatest = 0, lost = 0;  // lost: PyTorch priorities CUDA would not keep as asked
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   const int levels = least - greatest + 1;
   std::printf("   asked (p)   torch.cuda.Stream(priority=p)   cudaStreamCreateWithPriority(p)\n");
-  int lost = 0;  // PyTorch priorities that CUDA would not keep as asked on this device
   // core: pytorch
   for (int p : {100, 1, 0, -1, -2, -3, -4, -5, -6, -100}) {
     cudaStream_t stream = nullptr;  // what CUDA itself gives for the same p (part 1's clamp)
@@ -168,11 +161,9 @@ void part_pytorch() {
 
 // The buffers and events every run shares, and the tally of what the runs computed.
 struct Bench {
-  explicit Bench(int short_blocks) : out_count(static_cast<std::size_t>(short_blocks) * kThreads) {
-    int* flag = nullptr;
-    CS_CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped));
-    CS_CHECK(cudaHostGetDevicePointer(&started, flag, 0));
-    started_host = flag;
+  explicit Bench(int short_blocks) : out_count(short_blocks * kThreads) {
+    CS_CHECK(cudaHostAlloc(&started_host, sizeof(int), cudaHostAllocMapped));
+    CS_CHECK(cudaHostGetDevicePointer(&started, const_cast<int*>(started_host), 0));
     CS_CHECK(cudaMalloc(&blocks_done, kCounterBytes));
     CS_CHECK(cudaMalloc(&short_out, out_count * sizeof(int)));
     // Zeroed now, not only before each run: the warm-up launch counts its block too.
@@ -196,17 +187,14 @@ struct Bench {
 
   // Waits until the flood's block 0 has raised the flag, then settle_us more.
   void wait_until_started(int settle_us) const {
-    const double give_up = cs::host_now_ms() + kStartTimeoutMs;
-    while (*started_host == 0) {
-      if (cs::host_now_ms() > give_up) {
-        std::fprintf(stderr, "error: the flood kernel did not start within %.0f s\n",
-                     kStartTimeoutMs / 1000);
-        std::exit(cs::kFailExitCode);
-      }
+    const double give_up = cs::host_now_ms() + kStartTimeoutS * 1000.0;
+    while (*started_host == 0 && cs::host_now_ms() < give_up) continue;
+    if (*started_host == 0) {
+      std::fprintf(stderr, "error: the flood kernel did not start within %d s\n", kStartTimeoutS);
+      std::exit(cs::kFailExitCode);
     }
     const double settle_until = cs::host_now_ms() + settle_us / 1000.0;
-    while (cs::host_now_ms() < settle_until) {
-    }
+    while (cs::host_now_ms() < settle_until) continue;
   }
 
   // After a run (both streams synchronized): tallies the flood's blocks and the short kernel's
@@ -214,15 +202,10 @@ struct Bench {
   lab::Run finish(int request, int flood_blocks) {
     std::vector<unsigned int> counts(kFloodCounters);
     CS_CHECK(cudaMemcpy(counts.data(), blocks_done, kCounterBytes, cudaMemcpyDeviceToHost));
-    long long counted = 0;
-    for (unsigned int c : counts) counted += c;
-    ++floods;
-    if (counted == flood_blocks) ++complete_floods;
+    full += std::accumulate(counts.begin(), counts.end(), 0LL) == flood_blocks;
     std::vector<int> got(out_count), want(out_count);
     CS_CHECK(cudaMemcpy(got.data(), short_out, out_count * sizeof(int), cudaMemcpyDeviceToHost));
-    for (std::size_t i = 0; i < out_count; ++i) {
-      want[i] = short_value(request, static_cast<int>(i));
-    }
+    for (int i = 0; i < out_count; ++i) want[i] = request * 1000000 + i;  // as short_kernel
     cs::accumulate(results, cs::compare(got.data(), want.data(), out_count));
     float at[3] = {};  // submitted, finished, the flood's end
     CS_CHECK(cudaEventElapsedTime(&at[0], flood_start, submitted));
@@ -234,50 +217,48 @@ struct Bench {
   // The CHECK lines of every run so far: the short kernel's values, every flood block counted.
   void report() const {
     cs::report_comparison("short_kernel_results", results);
-    cs::check_that(
-        "every_flood_block_ran", complete_floods == floods,
-        cs::format("%d of %d floods counted every one of their blocks", complete_floods, floods));
+    cs::check_that("every_flood_block_ran", full == runs,
+                   cs::format("%d of %d floods counted every one of their blocks", full, runs));
   }
 
-  std::size_t out_count;   // the short kernel's threads
-  int* started = nullptr;  // device pointer to the mapped "flood started" flag
-  volatile int* started_host = nullptr;
-  unsigned int* blocks_done = nullptr;                     // the flood's block counters
-  int* short_out = nullptr;                                // the short kernel's output
-  cudaEvent_t flood_start = nullptr, flood_end = nullptr;  // around the flood, in its stream
-  cudaEvent_t submitted = nullptr, finished = nullptr;     // around the short kernel, in its own
-  int requests = 0, floods = 0, complete_floods = 0;
+  // The short kernel's threads; the runs (floods) so far, and the floods that counted every one
+  // of their blocks.
+  int out_count, runs = 0, full = 0;
+  int* started = nullptr;                // the mapped "flood started" flag, for the device
+  volatile int* started_host = nullptr;  // the same flag, for the host
+  unsigned int* blocks_done = nullptr;   // the flood's block counters
+  int* short_out = nullptr;              // the short kernel's output
+  // Around the flood, in its stream; around the short kernel, in its own.
+  cudaEvent_t flood_start = nullptr, flood_end = nullptr, submitted = nullptr, finished = nullptr;
   cs::Comparison results;
 };
 
-// One run: the flood (flood_blocks blocks of block_ns each) from flood_stream, then, once it
+// One run: the flood (flood_blocks blocks of block_us each) from flood_stream, then, once it
 // holds the SMs, the short kernel from short_stream, between two events in its own stream;
-// drawn on a timeline when `trace` names one.
+// drawn on two rows of a timeline when given one.
 lab::Run run_once(Bench& b, const lab::Setup& setup, cudaStream_t flood_stream, int flood_blocks,
-                  unsigned long long block_ns, cudaStream_t short_stream,
-                  const lab::Trace& trace = {}) {
+                  int block_us, cudaStream_t short_stream, cs::Timeline* timeline = nullptr,
+                  const std::string& flood_row = "", const std::string& short_row = "") {
   // Clear the flood's counters and the short kernel's output, let the GPU go idle, lower the flag.
   CS_CHECK(cudaMemsetAsync(b.blocks_done, 0, kCounterBytes, flood_stream));
   CS_CHECK(cudaMemsetAsync(b.short_out, 0xff, b.out_count * sizeof(int), flood_stream));
   CS_CHECK(cudaStreamSynchronize(flood_stream));
   *b.started_host = 0;
-  const int request = ++b.requests;  // what this run's short kernel writes
+  const int request = ++b.runs;  // this run's number, which the short kernel writes
   // core: latency
-  {
-    auto span = trace.span(trace.flood_row, "flood", flood_stream);
-    CS_CHECK(cudaEventRecord(b.flood_start, flood_stream));
-    flood_kernel<<<flood_blocks, kThreads, 0, flood_stream>>>(block_ns, b.started, b.blocks_done);
-    CS_CHECK_LAUNCH();
-    CS_CHECK(cudaEventRecord(b.flood_end, flood_stream));
-  }
+  auto flood_span = lab::span(timeline, flood_row, "flood", flood_stream);
+  CS_CHECK(cudaEventRecord(b.flood_start, flood_stream));
+  flood_kernel<<<flood_blocks, kThreads, 0, flood_stream>>>(block_us, b.started, b.blocks_done);
+  CS_CHECK_LAUNCH();
+  CS_CHECK(cudaEventRecord(b.flood_end, flood_stream));
+  flood_span.end();
   b.wait_until_started(setup.settle_us);  // the flood's block 0 raised the flag; then settle
-  {
-    auto span = trace.span(trace.short_row, "short kernel, submit to finish", short_stream);
-    CS_CHECK(cudaEventRecord(b.submitted, short_stream));
-    short_kernel<<<setup.sms, kThreads, 0, short_stream>>>(setup.short_ns, request, b.short_out);
-    CS_CHECK_LAUNCH();
-    CS_CHECK(cudaEventRecord(b.finished, short_stream));
-  }
+  auto short_span = lab::span(timeline, short_row, "short kernel, submit to finish", short_stream);
+  CS_CHECK(cudaEventRecord(b.submitted, short_stream));
+  short_kernel<<<setup.sms, kThreads, 0, short_stream>>>(setup.short_us, request, b.short_out);
+  CS_CHECK_LAUNCH();
+  CS_CHECK(cudaEventRecord(b.finished, short_stream));
+  short_span.end();
   CS_CHECK(cudaStreamSynchronize(short_stream));
   CS_CHECK(cudaStreamSynchronize(flood_stream));
   // end core
@@ -299,7 +280,12 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   CS_CHECK(cudaStreamGetPriority(low, &low_priority));
   const std::string high_name = cs::format("priority %d", high_priority);
   const std::string low_name = cs::format("priority %d", low_priority);
-  lab::print_flood(setup, low_priority);
+  std::printf(
+      "   flood (priority %d): %d waves x %d blocks (%d per SM x %d SMs) of %d threads, "
+      "each running %d us\n   short kernel: %d blocks, each running %s, submitted %d us after "
+      "the flood's first block started\n",
+      low_priority, setup.waves, setup.resident, setup.per_sm, setup.sms, kThreads, setup.block_us,
+      setup.sms, cs::format_ms(setup.short_us / 1e3).c_str(), setup.settle_us);
 
   Bench bench(setup.sms);
   // Load both kernels before anything is timed.
@@ -307,45 +293,39 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   short_kernel<<<setup.sms, kThreads, 0, flood_stream>>>(0, 0, bench.short_out);
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaStreamSynchronize(flood_stream));
-  {
-    cs::Timeline timeline;
-    timeline.start(flood_stream);
-    run_once(bench, setup, flood_stream, setup.blocks, setup.block_ns, high,
-             {&timeline, "flood, " + low_name, "short, " + high_name});
-    run_once(bench, setup, flood_stream, setup.blocks, setup.block_ns, low,
-             {&timeline, "flood, " + low_name, "short, " + low_name});
-    cs::publish_timeline(timeline.collect(), common,
-                         "One flood with the short kernel from each stream, high priority first:");
-  }
+  cs::Timeline timeline;  // one run of each case, drawn
+  timeline.start(flood_stream);
+  run_once(bench, setup, flood_stream, setup.blocks, setup.block_us, high, &timeline,
+           "flood, " + low_name, "short, " + high_name);
+  run_once(bench, setup, flood_stream, setup.blocks, setup.block_us, low, &timeline,
+           "flood, " + low_name, "short, " + low_name);
+  cs::publish_timeline(timeline.collect(), common,
+                       "One flood with the short kernel from each stream, high priority first:");
   std::vector<lab::Run> high_runs, low_runs;
   for (int i = 0; i < 2 * setup.repeats; ++i) {  // high, low, low, high, ...: drift touches both
     const bool from_high = i % 2 == i / 2 % 2;
-    cudaStream_t stream = from_high ? high : low;
-    lab::Run run = run_once(bench, setup, flood_stream, setup.blocks, setup.block_ns, stream);
-    (from_high ? high_runs : low_runs).push_back(run);
+    (from_high ? high_runs : low_runs)
+        .push_back(run_once(bench, setup, flood_stream, setup.blocks, setup.block_us,
+                            from_high ? high : low));
   }
   const lab::Summary hi = lab::summarize(high_runs), lo = lab::summarize(low_runs);
-  lab::print_summaries(high_name, hi, low_name, lo, setup.repeats);
+  lab::print_table({{high_name, hi}, {low_name, lo}}, setup.repeats);
 
   // With several levels, the high-priority kernel's blocks go ahead of the flood's waiting
   // ones: tens of microseconds against the rest of the flood (about 0.002 on an H200). A
   // high-priority kernel held behind the flood in a shared queue would pass for the wrong
   // reason (its latency starts only when the flood ends): that run fails.
   constexpr double kLatencyRatioMax = 0.5;
-  const int levels = least - greatest + 1;
-  const std::string skip = lab::skip_reason(common, env, 3, levels,
-                                            "this device has one stream priority level: priority "
-                                            "cannot change the order, so the bar does not apply");
-  const std::string held = lab::held_up_reason(hi);
-  const double ratio = lo.latency.median > 0 ? hi.latency.median / lo.latency.median : 1;
-  if (skip.empty() && !held.empty()) {
-    cs::check_that("priority_latency_ratio", false, held);
+  const std::string skip = lab::skip_reason(common, env, 3, least - greatest + 1);
+  const double ratio = lo.latency > 0 ? hi.latency / lo.latency : 1;
+  if (skip.empty() && hi.submitted > 0.75 * hi.flood) {  // held in a shared queue
+    cs::check_that("priority_latency_ratio", false,
+                   "the high-priority short kernel reached its stream only " +
+                       cs::format_ms(hi.submitted) + " into a " + cs::format_ms(hi.flood) +
+                       " flood: it waited in the flood's queue");
   } else {
     cs::check_or_skip(skip, "priority_latency_ratio", ratio, cs::Compare::at_most, kLatencyRatioMax,
-                      "x",
-                      cs::format("high-priority latency / low-priority latency, bar for a device "
-                                 "with %d priority levels",
-                                 levels));
+                      "x", "high-priority latency / low-priority latency");
   }
   bench.report();
   CS_CHECK(cudaStreamDestroy(flood_stream));
@@ -359,36 +339,37 @@ void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
                      const cs::CommonOptions& common) {
   int least = 0, greatest = 0, high_priority = 0;
   CS_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  std::printf(
+      "   one wave of %d blocks, each running %s, holds %s of every SM's thread slots; the short "
+      "kernel is submitted %d us after it started\n",
+      setup.resident, cs::format_ms(setup.running_ms).c_str(),
+      setup.fills_threads ? "all" : "not all", setup.settle_us);
   // core: preemption
   cudaStream_t wave_stream = nullptr, high = nullptr;  // back to back: two queues (part 3 says why)
   CS_CHECK(cudaStreamCreateWithPriority(&wave_stream, cudaStreamNonBlocking, least));
   CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
   CS_CHECK(cudaStreamGetPriority(high, &high_priority));
-  lab::print_wave(setup, high_priority);
   Bench bench(setup.sms);
-  run_once(bench, setup, wave_stream, setup.resident, setup.running_ns, high);  // warm-up, untimed
+  const int wave_us = setup.running_ms * 1000;  // how long each block of the wave runs
+  run_once(bench, setup, wave_stream, setup.resident, wave_us, high);  // warm-up, untimed
   std::vector<lab::Run> runs;
   for (int r = 0; r < setup.repeats; ++r) {
-    runs.push_back(run_once(bench, setup, wave_stream, setup.resident, setup.running_ns, high));
+    runs.push_back(run_once(bench, setup, wave_stream, setup.resident, wave_us, high));
   }
   // end core
   const lab::Summary s = lab::summarize(runs);
-  lab::print_wave_latency(s, setup.repeats);
+  lab::print_table({{cs::format("priority %d", high_priority), s}}, setup.repeats);
 
   // Not preempted: the latency is the time the running blocks had left (about 1.0 on an H200);
   // were they preempted, it would be near 0. A short kernel that reached its stream only after
   // the wave (a shared queue) met no running blocks: its fraction is 0, and the check fails.
   constexpr double kNoPreemptionMin = 0.9;
   const std::string skip = cs::first_reason(
-      {lab::skip_reason(common, env, 2, least - greatest + 1,
-                        "this device has one stream priority level: there is no higher priority"),
-       setup.fills_threads ? ""
-                           : "one wave of flood blocks leaves thread slots free on this device, "
-                             "so the short kernel could run beside it"});
-  const double fraction = s.flood_left.median > 0 ? s.latency.median / s.flood_left.median : 0;
+      {lab::skip_reason(common, env, 2, least - greatest + 1),
+       setup.fills_threads ? "" : "one wave of flood blocks leaves thread slots free here"});
+  const double fraction = s.flood_left > 0 ? s.latency / s.flood_left : 0;
   cs::check_or_skip(skip, "running_blocks_not_preempted", fraction, cs::Compare::at_least,
-                    kNoPreemptionMin, "x",
-                    "latency / time the running blocks had left: the highest priority waited");
+                    kNoPreemptionMin, "x", "latency / time the running blocks had left");
   bench.report();
   CS_CHECK(cudaStreamDestroy(wave_stream));
   CS_CHECK(cudaStreamDestroy(high));
@@ -398,8 +379,7 @@ int main(int argc, char** argv) {
   lab::Setup setup;
   cs::CommonOptions common;
   cs::Options options("03_stream_priorities",  // the summary is shown by --help
-                      "Stream priorities: the device's range, clamping, PyTorch's mapping, and a "
-                      "short kernel's latency behind a flood of low-priority work.");
+                      "Stream priorities: range, clamping, PyTorch's mapping, latency in a flood.");
   cs::Parts parts(options,
                   {{"range", "the device's priority range; out-of-range values are clamped"},
                    {"pytorch", "what torch.cuda.Stream(priority=p) gives on this device"},
@@ -413,9 +393,9 @@ int main(int argc, char** argv) {
 
   const cudaDeviceProp prop = cs::select_device(common.device);
   cs::print_launch_environment(env);
-  int per_sm = 0;  // flood blocks one SM holds at once
-  CS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, flood_kernel, kThreads, 0));
-  lab::size_flood(prop, per_sm, &setup);
+  // How many flood blocks one SM holds at once; the flood is sized from it.
+  CS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&setup.per_sm, flood_kernel, kThreads, 0));
+  lab::size_flood(prop, &setup);
 
   if (parts.begin("range")) part_range();
   if (parts.begin("pytorch")) part_pytorch();
