@@ -157,5 +157,6 @@ chapter_bad_values(FLAG threshold
 
 chapter_sanitizer_tests(ARGS --bytes 1M --elements 4096 --cycles 2)
 
-# Control: under CUDA_LAUNCH_BLOCKING=1 issuing the rest waits for the producer kernel.
-chapter_control(CHECK issued_while_producer_ran ARGS --part streams)
+# No launch-blocking control for issued_while_producer_ran: its clock starts once the producer's
+# launch has returned, which under CUDA_LAUNCH_BLOCKING=1 is after the producer ran, and the H200
+# then measured 0.08x, a PASS without the effect (the check skips there, rightly, for now).
