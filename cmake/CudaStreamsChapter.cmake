@@ -389,22 +389,18 @@ function(chapter_test)
   endif()
 endfunction()
 
-# chapter_control(CHECK check [EXE target] [ARGS args...])
+# chapter_control(CHECK check [ARGS args...])
 #
 # The control of a check that measures overlap or a host running ahead: the program runs under
 # CUDA_LAUNCH_BLOCKING=1, which removes that effect (every launch waits for its kernel), with
 # CUDA_STREAMS_CONTROL=1, which keeps its bars from adapting to the setting: the check must print
 # FAIL and the program exit 1. Named control.launch_blocking.<check>; labels gpu, timing, control.
 function(chapter_control)
-  cmake_parse_arguments(ARG "" "CHECK;EXE" "ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "CHECK" "ARGS" ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS OR NOT ARG_CHECK)
     message(FATAL_ERROR "chapter_control: needs CHECK (got: ${ARGN})")
   endif()
-  set(exe_args "")
-  if(ARG_EXE)
-    set(exe_args EXE ${ARG_EXE})
-  endif()
-  chapter_test(NAME control.launch_blocking.${ARG_CHECK} ${exe_args} ARGS ${ARG_ARGS} EXIT 1
+  chapter_test(NAME control.launch_blocking.${ARG_CHECK} ARGS ${ARG_ARGS} EXIT 1
                ENV CUDA_LAUNCH_BLOCKING=1 CUDA_STREAMS_CONTROL=1 LABELS gpu timing control
                MATCH "Control run: CUDA_LAUNCH_BLOCKING=1" "CHECK ${ARG_CHECK}: .* FAIL")
 endfunction()
