@@ -102,12 +102,12 @@ inline void print_threshold_verdict(std::uint64_t threshold, double released_us,
 }
 
 // Part streams' pool counters while its work was issued and after both streams finished, and
-// how long the host took to issue everything after the producer's launch.
+// how long the host took to issue the producer and everything after it.
 inline void print_two_streams(const PoolCounters& in_flight, const PoolCounters& done,
                               double issue_ms) {
   std::printf(
       "Pool while the work was issued: used %s (high %s); after both streams: used %s, "
-      "reserved %s.\nThe host issued everything after the producer's launch in %s.\n",
+      "reserved %s.\nThe host issued the producer and everything after it in %s.\n",
       bytes_text(in_flight.used).c_str(), bytes_text(in_flight.used_high).c_str(),
       bytes_text(done.used).c_str(), bytes_text(done.reserved).c_str(),
       cs::format_ms(issue_ms).c_str());

@@ -157,6 +157,5 @@ chapter_bad_values(FLAG threshold
 
 chapter_sanitizer_tests(ARGS --bytes 1M --elements 4096 --cycles 2)
 
-# No launch-blocking control for issued_while_producer_ran: its clock starts once the producer's
-# launch has returned, which under CUDA_LAUNCH_BLOCKING=1 is after the producer ran, and the H200
-# then measured 0.08x, a PASS without the effect (the check skips there, rightly, for now).
+# Control: under CUDA_LAUNCH_BLOCKING=1 the producer's launch, inside the timed issue, waits for it.
+chapter_control(CHECK issued_while_producer_ran ARGS --part streams)
