@@ -1,30 +1,21 @@
-// Chapter 06: one program, several GPUs
-//
-// Each host thread has one current device, set by cudaSetDevice(i) (PyTorch: `with
-// torch.cuda.device(i):`): every stream, event and allocation belongs to the device current at its
-// creation, and a kernel can only be launched into a stream of the current device. This program
-// shows those rules, then splits one job over every device, copies between devices, and makes one
-// device wait for an event of another. multi_device_lab.cuh holds the machinery (skip it).
-//
-//   cmake --preset default && cmake --build --preset default && build/bin/06_multi_device
+// Chapter 06: one program, several GPUs (the lesson: README.md beside this file)
+// Each host thread has one current device, cudaSetDevice(i) (`with torch.cuda.device(i):`): every
+// stream, event and allocation belongs to the device current at its creation, and a kernel goes
+// only into a stream of the current device. Then one job over every device, copies between
+// devices, a wait for another device's event. multi_device_lab.cuh holds the machinery (skip it).
 // clang-format off
 //   nvcc -std=c++17 -arch=native -Icommon/include chapters/06_multi_device/multi_device.cu common/src/*.cpp -o 06_multi_device
 // clang-format on
 //   build/bin/06_multi_device --part split --devices 0   # one part, on the devices listed; --help
-// On one GPU the two-device parts print `CHECK <part>: skipped` (run alone: SKIP:, exit 77).
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <vector>
-
 #include "cuda_streams/device_clock.cuh"
 #include "multi_device_lab.cuh"  // cuda_streams.hpp, the flags and the machinery
 
-namespace lab = multi_device_lab;
-using lab::Context;
-using lab::current_device;
-using lab::CurrentDevice;
-using lab::kBlock;
+using lab::Context, lab::CurrentDevice, lab::current_device, lab::kBlock;
 
 // Holds its stream for a fixed time, whatever the clocks: stands for "a producer that is busy".
 __global__ void spin_kernel(unsigned long long duration_ns) {
@@ -46,9 +37,8 @@ __global__ void lcg_steps_kernel(const std::uint32_t* in, std::uint32_t* out, st
 
 __global__ void fill_kernel(std::uint32_t* out, std::size_t n, std::uint32_t base) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x) {
+       i += std::size_t{gridDim.x} * blockDim.x)
     out[i] = base + static_cast<std::uint32_t>(i);
-  }
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* sum, std::size_t n) {
@@ -59,23 +49,24 @@ __global__ void add_kernel(const float* a, const float* b, float* sum, std::size
 // Plain loads and stores; given a pointer to a peer's memory it reads across the link.
 __global__ void copy_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x) {
+       i += std::size_t{gridDim.x} * blockDim.x)
     out[i] = in[i];
-  }
 }
 
 // Part 1: which devices exist, and what asking for one that does not exist does
 void part_enumerate(const Context& ctx) {
   int count = 0;
   CS_CHECK(cudaGetDeviceCount(&count));  // torch.cuda.device_count()
-  lab::print_device_header(count);
+  std::printf("cudaGetDeviceCount: %d\n  %-7s %-28s %-5s %5s %11s %8s  %s\n", count, "device",
+              "name", "CC", "SMs", "memory", "engines", "PCI bus");
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp prop{};
     CS_CHECK(cudaGetDeviceProperties(&prop, d));  // torch.cuda.get_device_properties(d)
-    lab::print_device_row(d, prop);
+    std::printf("  %-7d %-28s %d.%-3d %5d %11s %8d  %04x:%02x:%02x\n", d, prop.name, prop.major,
+                prop.minor, prop.multiProcessorCount, cs::format_bytes(prop.totalGlobalMem).c_str(),
+                prop.asyncEngineCount, prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
   }
-  std::printf("  current device: %d (torch.device('cuda') means this one; --device chose it)\n",
-              current_device());
+  std::printf("  current device: %d (what torch.device('cuda') means)\n", current_device());
   if (ctx.no_invalid_calls)
     return cs::check_skipped("nonexistent_device_rejected", "--no-invalid-calls");
   // core: enumerate (7 lines): cudaSetDevice(count) fails, as torch.device('cuda:N') does
@@ -107,8 +98,36 @@ float* add(const float* a, const float* b) {
   return sum;
 }
 
-// The seed line by line; cuda1 is another selected device (cuda0 itself on a one-GPU machine).
-void ownership_seed(const Context& ctx) {
+void part_ownership(const Context& ctx) {
+  std::vector<int> stream_owners, memory_owners;  // memory: -1 where it is not device memory
+  for (int d : ctx.devices) {
+    cudaStream_t stream = nullptr;  // core: ownership (13 lines)
+    void* buffer = nullptr;
+    int home = -1;
+    CS_CHECK(cudaGetDevice(&home));
+    CS_CHECK(cudaSetDevice(d));  // with torch.cuda.device(d):
+    CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CS_CHECK(cudaMalloc(&buffer, 1 << 20));
+    CS_CHECK(cudaSetDevice(home));  // the with block ends (lab::CurrentDevice does these three)
+    // Asked with the home device current, both still name the device current at their creation.
+    int stream_owner = -1;
+    CS_CHECK(cudaStreamGetDevice(stream, &stream_owner));  // stream.device
+    cudaPointerAttributes place{};
+    CS_CHECK(cudaPointerGetAttributes(&place, buffer));  // tensor.device
+    std::printf("  created with device %d current: stream of device %d, memory of device %d\n", d,
+                stream_owner, place.device);
+    stream_owners.push_back(stream_owner);
+    memory_owners.push_back(place.type == cudaMemoryTypeDevice ? place.device : -1);
+    lab::release(d, {buffer}, stream);
+  }
+  const std::string created = lab::join_ints(ctx.devices);
+  cs::check_that(
+      "stream_owner", stream_owners == ctx.devices,
+      "streams created on devices " + created + " report devices " + lab::join_ints(stream_owners));
+  cs::check_that("memory_owner", memory_owners == ctx.devices,
+                 "cudaMalloc on devices " + created + " gives device memory of devices " +
+                     lab::join_ints(memory_owners));
+  // The seed line by line; cuda1 is another selected device (cuda0 itself on a one-GPU machine).
   const int cuda0 = current_device();
   int cuda1 = cuda0;
   for (int d : ctx.devices) cuda1 = cuda1 == cuda0 ? d : cuda1;
@@ -128,11 +147,8 @@ void ownership_seed(const Context& ctx) {
   cudaPointerAttributes c_place{}, z_place{};
   CS_CHECK(cudaPointerGetAttributes(&c_place, c));  // c.device
   CS_CHECK(cudaPointerGetAttributes(&z_place, z));
-  std::printf("    c = a + b lives on device %d, z = x + y on device %d; current: %d, then %d\n",
-              c_place.device, z_place.device, cuda0, after);
-  const std::vector<float> want = {2.f, 4.f};
-  cs::verify("seed_c_equals_a_plus_b", lab::download(cuda1, c, 2), want);
-  cs::verify("seed_z_equals_x_plus_y", lab::download(cuda0, z, 2), want);
+  cs::verify("seed_c_equals_a_plus_b", lab::download(cuda1, c, 2), {2.f, 4.f});
+  cs::verify("seed_z_equals_x_plus_y", lab::download(cuda0, z, 2), {2.f, 4.f});
   cs::check_that("seed_c_on_cuda1", c_place.device == cuda1,
                  cs::format("c was computed on device %d, the scope's device", c_place.device));
   if (cuda1 != cuda0)  // with one device there is nothing to restore
@@ -142,46 +158,11 @@ void ownership_seed(const Context& ctx) {
   lab::release(cuda1, {a, b, c});
 }
 
-void part_ownership(const Context& ctx) {
-  std::vector<int> stream_owners, memory_owners;
-  bool all_device_memory = true;
-  for (int d : ctx.devices) {
-    cudaStream_t stream = nullptr;  // core: ownership (13 lines)
-    void* buffer = nullptr;
-    int home = -1;
-    CS_CHECK(cudaGetDevice(&home));
-    CS_CHECK(cudaSetDevice(d));  // with torch.cuda.device(d):
-    CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CS_CHECK(cudaMalloc(&buffer, 1 << 20));
-    CS_CHECK(cudaSetDevice(home));  // the with block ends (lab::CurrentDevice does these three)
-    // Asked with the home device current, both still name the device current at their creation.
-    int stream_owner = -1;
-    CS_CHECK(cudaStreamGetDevice(stream, &stream_owner));  // stream.device
-    cudaPointerAttributes place{};
-    CS_CHECK(cudaPointerGetAttributes(&place, buffer));  // tensor.device
-    all_device_memory = all_device_memory && place.type == cudaMemoryTypeDevice;
-    std::printf("  created with device %d current: stream of device %d, memory of device %d\n", d,
-                stream_owner, place.device);
-    stream_owners.push_back(stream_owner);
-    memory_owners.push_back(place.device);
-    lab::release(d, {buffer}, stream);
-  }
-  const std::string created = lab::join_ints(ctx.devices);
-  cs::check_that(
-      "stream_owner", stream_owners == ctx.devices,
-      "streams created on devices " + created + " report devices " + lab::join_ints(stream_owners));
-  cs::check_that("memory_owner", memory_owners == ctx.devices && all_device_memory,
-                 "cudaMalloc on devices " + created + " gives device memory of devices " +
-                     lab::join_ints(memory_owners));
-  ownership_seed(ctx);
-}
-
 // Part 3: a launch must go into a stream of the current device
 void part_foreign_stream(const Context& ctx) {
   if (!lab::have_two_devices(ctx, "foreign-stream")) return;
   if (ctx.no_invalid_calls) return cs::check_skipped("foreign-stream", "--no-invalid-calls");
   const int home = ctx.devices[0], away = ctx.devices[1];
-  std::printf("Launching into device %d's stream while device %d is current:\n", away, home);
   const std::size_t n = 1 << 20, bytes = n * sizeof(std::uint32_t);
   cudaStream_t away_stream = nullptr;
   std::uint32_t* away_buffer = nullptr;
@@ -202,9 +183,9 @@ void part_foreign_stream(const Context& ctx) {
     (void)cudaGetLastError();
   }
   cs::check_that("foreign_stream_launch_rejected", launch_status != cudaSuccess,
-                 "the launch returned " + lab::error_text(launch_status));
+                 "the launch returned " + std::string(cudaGetErrorName(launch_status)));
   cs::check_that("foreign_event_record_rejected", record_status != cudaSuccess,
-                 "cudaEventRecord returned " + lab::error_text(record_status));
+                 "cudaEventRecord returned " + std::string(cudaGetErrorName(record_status)));
   // The refused launch left no trace; the same launch with the stream's own device current works.
   cs::verify("refused_launch_did_not_run", lab::download(away, away_buffer, n),
              std::vector<std::uint32_t>(n, 0u));
@@ -221,7 +202,6 @@ void part_foreign_stream(const Context& ctx) {
 }
 
 // Part 4: one job, one slice and one stream per device, all issued from one host thread
-// Issues every device's copies and kernel, then waits for all: the devices work at once (ms).
 double run_split(std::vector<lab::Slice>& slices, lab::JobData& job, int steps) {
   const double begin = cs::host_now_ms();
   for (lab::Slice& s : slices) {    // core: split (15 lines)
@@ -242,31 +222,62 @@ double run_split(std::vector<lab::Slice>& slices, lab::JobData& job, int steps) 
   return cs::host_now_ms() - begin;
 }
 
-// Each slice's stream, buffers and events, created with its device current; then the timed runs.
-lab::SplitTimes time_split(std::vector<lab::Slice>& slices, lab::JobData& job, int steps) {
-  for (lab::Slice& s : slices) {
+// A slice per device, each with its stream, buffers and events made there; then the timed runs.
+lab::Split time_split(const std::vector<int>& devices, lab::JobData& job, int steps) {
+  std::vector<lab::Slice> slices;
+  for (std::size_t k = 0, offset = 0; k < devices.size(); ++k) {
+    lab::Slice s{devices[k], offset, job.n / devices.size() + (k < job.n % devices.size() ? 1 : 0)};
+    offset += s.count;
     CurrentDevice scope(s.device);
     CS_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     CS_CHECK(cudaMalloc(&s.in, s.count * sizeof(std::uint32_t)));
     CS_CHECK(cudaMalloc(&s.out, s.count * sizeof(std::uint32_t)));
     for (cudaEvent_t& mark : s.marks) CS_CHECK(cudaEventCreate(&mark));
+    slices.push_back(s);
   }
   std::fill(job.out, job.out + job.n, 0u);
-  return lab::measure(slices, [&] { return run_split(slices, job, steps); });
+  for (int i = 0; i < lab::kWarmup; ++i) run_split(slices, job, steps);
+  std::vector<double> totals, shares;  // host clock; the kernels' share of the devices' times
+  for (int r = 0; r < lab::kRepeats; ++r) {
+    totals.push_back(run_split(slices, job, steps));
+    double kernels = 0, all = 0;
+    for (lab::Slice& s : slices) {
+      s.ms.push_back(lab::between(s, 0, 3));
+      kernels += lab::between(s, 1, 2);
+      all += s.ms.back();
+    }
+    shares.push_back(all > 0 ? kernels / all : 0);
+  }
+  return {slices, cs::median(totals), cs::median(shares)};
+}
+
+void destroy_slices(std::vector<lab::Slice>& slices) {
+  for (lab::Slice& s : slices) {
+    CurrentDevice scope(s.device);
+    for (cudaEvent_t mark : s.marks) CS_CHECK(cudaEventDestroy(mark));
+    CS_CHECK(cudaFree(s.in));
+    CS_CHECK(cudaFree(s.out));
+    CS_CHECK(cudaStreamDestroy(s.stream));
+  }
 }
 
 void part_split(const Context& ctx, lab::JobData& job) {
-  const std::size_t n_devices = ctx.devices.size();
   std::printf("%zu elements (x -> %u x + %u, %d steps each) over %zu device%s, one stream each:\n",
-              ctx.elements, lab::kLcgA, lab::kLcgC, ctx.steps, n_devices,
-              n_devices == 1 ? "" : "s");
-  std::vector<lab::Slice> slices = lab::cut_job(ctx.devices, ctx.elements);
-  const lab::SplitTimes times = time_split(slices, job, ctx.steps);
-  lab::print_split_table(slices, times);
+              ctx.elements, lab::kLcgA, lab::kLcgC, ctx.steps, ctx.devices.size(),
+              ctx.devices.size() == 1 ? "" : "s");
+  lab::Split split = time_split(ctx.devices, job, ctx.steps);
+  std::printf("  %-8s %12s %18s\n", "device", "elements", "H2D+kernel+D2H");
+  double device_sum = 0;  // each device's median time, by its own events
+  for (const lab::Slice& s : split.slices) {
+    std::printf("  %-8d %12zu %15.2f ms\n", s.device, s.count, cs::median(s.ms));
+    device_sum += cs::median(s.ms);
+  }
+  std::printf("  total on the host clock: %.2f ms (the devices' times add up to %.2f ms)\n",
+              split.total_ms, device_sum);
   cs::verify("split_result", job.out, job.reference.data(), ctx.elements);
-  cs::publish_timeline(lab::split_timeline(slices), *ctx.common,
+  cs::publish_timeline(lab::split_timeline(split.slices), ctx.common,
                        "Split job, one row per device (H = H2D, K = kernel, D = D2H):");
-  lab::destroy_slices(slices);
+  destroy_slices(split.slices);
 }
 
 // Part 5: direct access and copies between devices
@@ -277,9 +288,9 @@ double peer_pair(int a, int b, std::size_t n, bool timed) {
   const std::size_t bytes = n * sizeof(std::uint32_t);
   int can[2] = {0, 0};  // can[k]: dev[k] can map the other device's memory
   cudaStream_t stream[2] = {};
-  std::uint32_t *source[2] = {}, *destination[2] = {};
+  std::uint32_t *src[2] = {}, *dst[2] = {};
   double gbps[2] = {0, 0};
-  for (int k = 0; k < 2; ++k) {  // core: peer (25 lines)
+  for (int k = 0; k < 2; ++k) {  // core: peer (24 lines)
     CS_CHECK(cudaDeviceCanAccessPeer(&can[k], dev[k], dev[1 - k]));
     CurrentDevice scope(dev[k]);
     if (can[k]) {  // map the other device's memory; enabling twice is harmless but an error
@@ -288,55 +299,54 @@ double peer_pair(int a, int b, std::size_t n, bool timed) {
       (void)cudaGetLastError();
     }
     CS_CHECK(cudaStreamCreateWithFlags(&stream[k], cudaStreamNonBlocking));
-    CS_CHECK(cudaMalloc(&source[k], bytes));
-    CS_CHECK(cudaMalloc(&destination[k], bytes));
-    fill_kernel<<<lab::grid_for(dev[k], n), kBlock, 0, stream[k]>>>(source[k], n, base[k]);
+    CS_CHECK(cudaMalloc(&src[k], bytes));
+    CS_CHECK(cudaMalloc(&dst[k], bytes));
+    fill_kernel<<<lab::grid_for(dev[k], n), kBlock, 0, stream[k]>>>(src[k], n, base[k]);
     CS_CHECK_LAUNCH();
-    CS_CHECK(cudaMemsetAsync(destination[k], 0, bytes, stream[k]));
+    CS_CHECK(cudaMemsetAsync(dst[k], 0, bytes, stream[k]));
     CS_CHECK(cudaStreamSynchronize(stream[k]));
   }
   // cudaMemcpyPeerAsync works without peer access too: staged through host memory, slower.
   for (int k = 0; k < 2; ++k) {   // dev[k] sends its source into the other's destination
     CurrentDevice scope(dev[k]);  // the timing events are created on, and recorded in, dev[k]
     gbps[k] = lab::run_or_time_gbps(stream[k], bytes, timed, [&] {
-      CS_CHECK(
-          cudaMemcpyPeerAsync(destination[1 - k], dev[1 - k], source[k], dev[k], bytes, stream[k]));
+      CS_CHECK(cudaMemcpyPeerAsync(dst[1 - k], dev[1 - k], src[k], dev[k], bytes, stream[k]));
     });
     CS_CHECK(cudaStreamSynchronize(stream[k]));
   }
-  lab::print_peer_pair(dev, can, gbps, timed);
   for (int k = 0; k < 2; ++k) {
+    std::printf("  cudaMemcpyPeerAsync %d -> %d: %s (peer access: %s)\n", dev[k], dev[1 - k],
+                timed ? cs::format("%.1f GB/s", gbps[k]).c_str() : "(not timed)",
+                can[k] ? "yes" : "no");
     cs::verify(cs::format("peer_copy_%d_to_%d", dev[k], dev[1 - k]),
-               lab::download(dev[1 - k], destination[1 - k], n), lab::pattern(n, base[k]));
+               lab::download(dev[1 - k], dst[1 - k], n), lab::pattern(n, base[k]));
   }
   if (can[1]) {  // with peer access, a kernel on b dereferences a's memory like its own
     CurrentDevice scope(b);
-    CS_CHECK(cudaMemsetAsync(destination[1], 0, bytes, stream[1]));
-    copy_kernel<<<lab::grid_for(b, n), kBlock, 0, stream[1]>>>(source[0], destination[1], n);
+    CS_CHECK(cudaMemsetAsync(dst[1], 0, bytes, stream[1]));
+    copy_kernel<<<lab::grid_for(b, n), kBlock, 0, stream[1]>>>(src[0], dst[1], n);
     CS_CHECK_LAUNCH();
     CS_CHECK(cudaStreamSynchronize(stream[1]));
-    cs::verify(cs::format("kernel_on_%d_reads_%d", b, a), lab::download(b, destination[1], n),
+    cs::verify(cs::format("kernel_on_%d_reads_%d", b, a), lab::download(b, dst[1], n),
                lab::pattern(n, base[0]));
   }
-  for (int k = 0; k < 2; ++k) lab::release(dev[k], {source[k], destination[k]}, stream[k]);
+  for (int k = 0; k < 2; ++k) lab::release(dev[k], {src[k], dst[k]}, stream[k]);
   return std::min(gbps[0], gbps[1]);
 }
 
 void part_peer(const Context& ctx) {
   if (!lab::have_two_devices(ctx, "peer")) return;
   const std::size_t n = (64ull << 20) / sizeof(std::uint32_t);  // 64 MiB per direction and pair
-  const bool timed = !ctx.common->no_timing;
   std::printf("Every pair of devices, %s each way:\n", cs::format_bytes(n * 4.0).c_str());
   double slowest = 1e30;
   for (std::size_t i = 0; i < ctx.devices.size(); ++i)
     for (std::size_t j = i + 1; j < ctx.devices.size(); ++j)
-      slowest = std::min(slowest, peer_pair(ctx.devices[i], ctx.devices[j], n, timed));
-  // Every direction moves at least this much: even staged through host memory, a 64 MiB copy
-  // runs at several GB/s over PCIe.
+      slowest =
+          std::min(slowest, peer_pair(ctx.devices[i], ctx.devices[j], n, !ctx.common.no_timing));
+  // Even staged through host memory, a 64 MiB copy runs at several GB/s over PCIe.
   constexpr double kPeerGbpsMin = 1.0;
-  cs::check_or_skip(ctx.common->timing_skip_reason(), "peer_bandwidth", slowest,
-                    cs::Compare::at_least, kPeerGbpsMin, " GB/s",
-                    "the slowest direction of every pair");
+  cs::check_or_skip(ctx.common.timing_skip_reason(), "peer_bandwidth", slowest,
+                    cs::Compare::at_least, kPeerGbpsMin, " GB/s", "the slowest direction");
 }
 
 // Part 6: a stream on one device waits for an event recorded on another
@@ -345,44 +355,40 @@ void part_cross_event(const Context& ctx) {
   const int producer = ctx.devices[0], consumer = ctx.devices[1];
   const std::size_t n = 1 << 22, bytes = n * sizeof(std::uint32_t);
   constexpr double kDelayMs = 20.0;  // how long the producing device works first
-  std::printf("Device %d's stream waits for an event recorded on device %d:\n", consumer, producer);
   cudaStream_t producer_stream = nullptr, consumer_stream = nullptr;
   cudaEvent_t produced = nullptr;
-  std::uint32_t *produced_data = nullptr, *received_data = nullptr;
+  std::uint32_t *sent = nullptr, *received = nullptr;
   for (int d : {producer, consumer}) {
     CurrentDevice scope(d);
     cudaStream_t& stream = d == producer ? producer_stream : consumer_stream;
-    std::uint32_t*& data = d == producer ? produced_data : received_data;
+    std::uint32_t*& data = d == producer ? sent : received;
     CS_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CS_CHECK(cudaMalloc(&data, bytes));
     CS_CHECK(cudaMemset(data, 0, bytes));
     CS_CHECK(cudaDeviceSynchronize());
   }
-  const double begin = cs::host_now_ms();  // core: cross-event (18 lines)
+  const double begin = cs::host_now_ms();  // core: cross-event (16 lines)
   {
     CurrentDevice scope(producer);
     CS_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));  // producer's event
-    // A busy producer: the data appears only after the delay, so a consumer that did not wait
-    // would copy the zeros that were there before.
+    // A busy producer: a consumer that did not wait would copy the zeros that were there before.
     spin_kernel<<<1, 1, 0, producer_stream>>>(static_cast<unsigned long long>(kDelayMs * 1e6));
-    fill_kernel<<<lab::grid_for(producer, n), kBlock, 0, producer_stream>>>(produced_data, n, 42u);
+    fill_kernel<<<lab::grid_for(producer, n), kBlock, 0, producer_stream>>>(sent, n, 42u);
     CS_CHECK_LAUNCH();
     CS_CHECK(cudaEventRecord(produced, producer_stream));
   }
   {
     CurrentDevice scope(consumer);
     CS_CHECK(cudaStreamWaitEvent(consumer_stream, produced, 0));  // the event is the producer's
-    CS_CHECK(cudaMemcpyPeerAsync(received_data, consumer, produced_data, producer, bytes,
-                                 consumer_stream));
+    CS_CHECK(cudaMemcpyPeerAsync(received, consumer, sent, producer, bytes, consumer_stream));
     CS_CHECK(cudaStreamSynchronize(consumer_stream));
   }
-  std::printf(
-      "  device %d's stream finished %.1f ms after the issue; the producer worked %.0f ms\n",
-      consumer, cs::host_now_ms() - begin, kDelayMs);
-  cs::verify("cross_device_wait", lab::download(consumer, received_data, n), lab::pattern(n, 42u));
+  std::printf("  device %d's copy was done %.1f ms after the issue (the producer worked %.0f ms)\n",
+              consumer, cs::host_now_ms() - begin, kDelayMs);
+  cs::verify("cross_device_wait", lab::download(consumer, received, n), lab::pattern(n, 42u));
   CS_CHECK(cudaStreamSynchronize(producer_stream));
-  lab::release(producer, {produced_data}, producer_stream);
-  lab::release(consumer, {received_data}, consumer_stream);
+  lab::release(producer, {sent}, producer_stream);
+  lab::release(consumer, {received}, consumer_stream);
   CurrentDevice scope(producer);
   CS_CHECK(cudaEventDestroy(produced));
 }
@@ -393,34 +399,32 @@ void part_scaling(const Context& ctx, lab::JobData& job) {
   const std::size_t n_devices = ctx.devices.size();
   std::printf("The job on device %d alone, then split over %zu devices:\n", ctx.devices.front(),
               n_devices);
-  lab::SplitTimes one, all;
-  for (const bool split : {false, true}) {  // core: scaling (8 lines)
-    std::vector<lab::Slice> slices =
-        lab::cut_job(split ? ctx.devices : std::vector<int>{ctx.devices.front()}, ctx.elements);
-    (split ? all : one) = time_split(slices, job, ctx.steps);
-    lab::destroy_slices(slices);
-    cs::verify(split ? "scaling_split_result" : "scaling_one_device_result", job.out,
-               job.reference.data(), ctx.elements);
-  }
+  lab::Split one = time_split({ctx.devices.front()}, job, ctx.steps);  // core: scaling (6 lines)
+  destroy_slices(one.slices);
+  cs::verify("scaling_one_device_result", job.out, job.reference.data(), ctx.elements);
+  lab::Split all = time_split(ctx.devices, job, ctx.steps);
+  destroy_slices(all.slices);
+  cs::verify("scaling_split_result", job.out, job.reference.data(), ctx.elements);
   const double speedup = all.total_ms > 0 ? one.total_ms / all.total_ms : 0;
   std::printf("  one device: %.2f ms, %zu devices: %.2f ms (%.2fx); kernels: %.0f%% of the time\n",
               one.total_ms, n_devices, all.total_ms, speedup, 100 * one.kernel_share);
-  // N devices finish at least this fraction of N times faster than one: the slices are independent,
-  // only launch and copy overheads are lost. That holds while the kernel (it splits perfectly) is
-  // kKernelShareMin of the time (copies may share one host link) and the job takes kJobMsMin.
+  // N devices are at least 0.7 N times faster than one (only launch and copy overheads are lost)
+  // while the kernel, which splits perfectly, is >= 75% of the job and the job takes >= 1 ms.
   constexpr double kScalingEfficiency = 0.7, kKernelShareMin = 0.75, kJobMsMin = 1.0;
-  const std::string reason = lab::scaling_skip_reason(ctx, one, kKernelShareMin, kJobMsMin);
+  const std::string reason = cs::first_reason(
+      {ctx.common.timing_skip_reason(), ctx.env.launch_blocking ? "CUDA_LAUNCH_BLOCKING=1" : "",
+       one.kernel_share < kKernelShareMin ? "the copies, not the kernel, set the time" : "",
+       one.total_ms < kJobMsMin ? "the job is too short to split" : ""});
   cs::check_or_skip(reason, "scaling_speedup", speedup, cs::Compare::at_least,
                     kScalingEfficiency * static_cast<double>(n_devices), "x",
                     cs::format("%.1f x %zu devices", kScalingEfficiency, n_devices));
 }
 
 int main(int argc, char** argv) {
-  Context ctx;  // --devices, --elements, --steps, --no-invalid-calls: see multi_device_lab.cuh
-  cs::CommonOptions common;
+  Context ctx;  // --devices, --elements, --steps, --no-invalid-calls, and what the machine has
   cs::Options options("06_multi_device",
-                      "Devices, the current device, per-device streams, a job "
-                      "split across devices, peer copies, cross-device events.");
+                      "Devices, the current device, per-device streams, a "
+                      "split job, peer copies, cross-device events.");
   cs::Parts parts(options,
                   {{"enumerate", "the devices of this machine, and one that does not exist"},
                    {"ownership", "streams and memory belong to the device current at creation"},
@@ -429,16 +433,10 @@ int main(int argc, char** argv) {
                    {"peer", "peer access and cudaMemcpyPeerAsync between devices, 2 devices"},
                    {"cross-event", "a stream waits for another device's event, 2 devices"},
                    {"scaling", "the split job on N devices against one, 2 devices"}});
-  lab::add_flags(options, &ctx);
-  cs::add_common_options(options, &common);
-  cs::parse_or_exit(options, argc, argv);
-  ctx.env = cs::launch_environment();  // before the first CUDA call
-  ctx.common = &common;
-  cs::select_device(common.device);
-  cs::print_launch_environment(ctx.env);
-  lab::resolve_devices(ctx, parts.chosen());
-  const std::unique_ptr<lab::JobData> job =  // the split job's host arrays, where it runs
-      lab::make_job(ctx, parts.selected("split") || parts.selected("scaling"));
+  lab::setup(ctx, options, parts, argc, argv);  // prints the devices used
+  std::unique_ptr<lab::JobData> job;            // the split job's host arrays, where it runs
+  if (parts.selected("split") || parts.selected("scaling"))
+    job = std::make_unique<lab::JobData>(ctx);
   if (parts.begin("enumerate")) part_enumerate(ctx);
   if (parts.begin("ownership")) part_ownership(ctx);
   if (parts.begin("foreign-stream")) part_foreign_stream(ctx);
