@@ -278,8 +278,11 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   CS_CHECK(cudaStreamCreateWithPriority(&low, cudaStreamNonBlocking, least));
   CS_CHECK(cudaStreamGetPriority(high, &high_priority));
   CS_CHECK(cudaStreamGetPriority(low, &low_priority));
-  const std::string high_name = cs::format("priority %d", high_priority);
-  const std::string low_name = cs::format("priority %d", low_priority);
+  // Lower numbers are higher priorities: the names say which end of the range each one is.
+  auto name = [&](int p) {
+    return cs::format("priority %d (%s)", p, p == least ? "lowest" : "highest");
+  };
+  const std::string high_name = name(high_priority), low_name = name(low_priority);
   std::printf(
       "   flood (priority %d): %d waves x %d blocks (%d per SM x %d SMs) of %d threads, "
       "each running %d us\n   short kernel: %d blocks, each running %s, submitted %d us after "
