@@ -43,7 +43,7 @@ HEADER_MAX = 200
 READING_ALLOWANCES = {
     "02_default_vs_custom_streams": (500, 0.127, 200),
     "04_pinned_async_pipeline": (729, 0.145, 543),
-    "06_multi_device": (543, 0.173, 200),
+    "06_multi_device": (522, 0.185, 200),
     "11_pytorch_streams": (694, 0.119, 438),
     "12_beyond_priorities": (400, 0.184, 200),
     "14_libraries_on_streams": (490, 0.191, 200),

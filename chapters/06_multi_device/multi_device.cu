@@ -15,7 +15,7 @@
 #include "cuda_streams/device_clock.cuh"
 #include "multi_device_lab.cuh"  // cuda_streams.hpp, the flags and the machinery
 
-using lab::Context, lab::CurrentDevice, lab::current_device, lab::kBlock;
+using lab::Context, lab::CurrentDevice, lab::kBlock;
 
 // Holds its stream for a fixed time, whatever the clocks: stands for "a producer that is busy".
 __global__ void spin_kernel(unsigned long long duration_ns) {
@@ -66,14 +66,15 @@ void part_enumerate(const Context& ctx) {
                 prop.minor, prop.multiProcessorCount, cs::format_bytes(prop.totalGlobalMem).c_str(),
                 prop.asyncEngineCount, prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
   }
-  std::printf("  current device: %d (what torch.device('cuda') means)\n", current_device());
+  int before = -1, after = -1;
+  CS_CHECK(cudaGetDevice(&before));  // torch.cuda.current_device()
+  std::printf("  current device: %d (what torch.device('cuda') means)\n", before);
   if (ctx.no_invalid_calls)
     return cs::check_skipped("nonexistent_device_rejected", "--no-invalid-calls");
-  // core: enumerate (7 lines): cudaSetDevice(count) fails, as torch.device('cuda:N') does
-  const int before = current_device();
+  // core: enumerate (6 lines): cudaSetDevice(count) fails, as torch.device('cuda:N') does
   const cudaError_t status = cudaSetDevice(count);
   (void)cudaGetLastError();  // the expected error must not linger for later error checks
-  const int after = current_device();
+  CS_CHECK(cudaGetDevice(&after));
   cs::check_that("nonexistent_device_rejected", status == cudaErrorInvalidDevice && after == before,
                  cs::format("cudaSetDevice(%d) returned %s, device %d is still current", count,
                             cudaGetErrorName(status), after));
@@ -114,8 +115,6 @@ void part_ownership(const Context& ctx) {
     CS_CHECK(cudaStreamGetDevice(stream, &stream_owner));  // stream.device
     cudaPointerAttributes place{};
     CS_CHECK(cudaPointerGetAttributes(&place, buffer));  // tensor.device
-    std::printf("  created with device %d current: stream of device %d, memory of device %d\n", d,
-                stream_owner, place.device);
     stream_owners.push_back(stream_owner);
     memory_owners.push_back(place.type == cudaMemoryTypeDevice ? place.device : -1);
     lab::release(d, {buffer}, stream);
@@ -128,11 +127,10 @@ void part_ownership(const Context& ctx) {
                  "cudaMalloc on devices " + created + " gives device memory of devices " +
                      lab::join_ints(memory_owners));
   // The seed line by line; cuda1 is another selected device (cuda0 itself on a one-GPU machine).
-  const int cuda0 = current_device();
+  int cuda0 = -1, after = -1;
+  CS_CHECK(cudaGetDevice(&cuda0));
   int cuda1 = cuda0;
   for (int d : ctx.devices) cuda1 = cuda1 == cuda0 ? d : cuda1;
-  std::printf("  the seed's example with cuda0 = device %d and cuda1 = device %d%s:\n", cuda0,
-              cuda1, cuda0 == cuda1 ? " (one device: both names mean the same GPU)" : "");
   float* x = tensor_1_2();  // x = torch.tensor([1., 2.], device=cuda0): cuda0 is current
   float* y = tensor_1_2();  // y = torch.tensor([1., 2.]).cuda()
   float *a = nullptr, *b = nullptr, *c = nullptr;
@@ -142,7 +140,7 @@ void part_ownership(const Context& ctx) {
     b = tensor_1_2();            //   b = torch.tensor([1., 2.]).cuda()
     c = add(a, b);               //   c = a + b
   }
-  const int after = current_device();
+  CS_CHECK(cudaGetDevice(&after));
   float* z = add(x, y);  // z = x + y
   cudaPointerAttributes c_place{}, z_place{};
   CS_CHECK(cudaPointerGetAttributes(&c_place, c));  // c.device
@@ -262,18 +260,13 @@ void destroy_slices(std::vector<lab::Slice>& slices) {
 }
 
 void part_split(const Context& ctx, lab::JobData& job) {
-  std::printf("%zu elements (x -> %u x + %u, %d steps each) over %zu device%s, one stream each:\n",
-              ctx.elements, lab::kLcgA, lab::kLcgC, ctx.steps, ctx.devices.size(),
-              ctx.devices.size() == 1 ? "" : "s");
+  std::printf("%zu elements (%d steps each) over %zu device%s, one stream each:\n", ctx.elements,
+              ctx.steps, ctx.devices.size(), ctx.devices.size() == 1 ? "" : "s");
   lab::Split split = time_split(ctx.devices, job, ctx.steps);
   std::printf("  %-8s %12s %18s\n", "device", "elements", "H2D+kernel+D2H");
-  double device_sum = 0;  // each device's median time, by its own events
-  for (const lab::Slice& s : split.slices) {
+  for (const lab::Slice& s : split.slices)  // each device's median time, by its own events
     std::printf("  %-8d %12zu %15.2f ms\n", s.device, s.count, cs::median(s.ms));
-    device_sum += cs::median(s.ms);
-  }
-  std::printf("  total on the host clock: %.2f ms (the devices' times add up to %.2f ms)\n",
-              split.total_ms, device_sum);
+  std::printf("  total on the host clock: %.2f ms\n", split.total_ms);
   cs::verify("split_result", job.out, job.reference.data(), ctx.elements);
   cs::publish_timeline(lab::split_timeline(split.slices), ctx.common,
                        "Split job, one row per device (H = H2D, K = kernel, D = D2H):");
@@ -290,7 +283,7 @@ double peer_pair(int a, int b, std::size_t n, bool timed) {
   cudaStream_t stream[2] = {};
   std::uint32_t *src[2] = {}, *dst[2] = {};
   double gbps[2] = {0, 0};
-  for (int k = 0; k < 2; ++k) {  // core: peer (24 lines)
+  for (int k = 0; k < 2; ++k) {  // core: peer (28 lines)
     CS_CHECK(cudaDeviceCanAccessPeer(&can[k], dev[k], dev[1 - k]));
     CurrentDevice scope(dev[k]);
     if (can[k]) {  // map the other device's memory; enabling twice is harmless but an error
@@ -309,9 +302,13 @@ double peer_pair(int a, int b, std::size_t n, bool timed) {
   // cudaMemcpyPeerAsync works without peer access too: staged through host memory, slower.
   for (int k = 0; k < 2; ++k) {   // dev[k] sends its source into the other's destination
     CurrentDevice scope(dev[k]);  // the timing events are created on, and recorded in, dev[k]
-    gbps[k] = lab::run_or_time_gbps(stream[k], bytes, timed, [&] {
+    auto copy = [&] {
       CS_CHECK(cudaMemcpyPeerAsync(dst[1 - k], dev[1 - k], src[k], dev[k], bytes, stream[k]));
-    });
+    };
+    if (!timed) copy();
+    const double ms =
+        timed ? cs::time_on_stream_ms(stream[k], lab::kWarmup, lab::kRepeats, copy).median : 0;
+    gbps[k] = ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0;
     CS_CHECK(cudaStreamSynchronize(stream[k]));
   }
   for (int k = 0; k < 2; ++k) {
@@ -337,7 +334,6 @@ double peer_pair(int a, int b, std::size_t n, bool timed) {
 void part_peer(const Context& ctx) {
   if (!lab::have_two_devices(ctx, "peer")) return;
   const std::size_t n = (64ull << 20) / sizeof(std::uint32_t);  // 64 MiB per direction and pair
-  std::printf("Every pair of devices, %s each way:\n", cs::format_bytes(n * 4.0).c_str());
   double slowest = 1e30;
   for (std::size_t i = 0; i < ctx.devices.size(); ++i)
     for (std::size_t j = i + 1; j < ctx.devices.size(); ++j)

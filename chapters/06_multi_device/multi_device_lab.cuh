@@ -54,10 +54,9 @@ inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int 
   if (needs_two && count < 2) cs::skip(cs::format("needs 2 devices (this machine has %d)", count));
   for (int d : ctx.devices)
     if (d >= count)
-      cs::usage_error(
-          cs::format("--devices %s: device %d does not exist; this machine has %d "
-                     "CUDA device%s (0..%d)",
-                     join_ints(ctx.devices).c_str(), d, count, count == 1 ? "" : "s", count - 1));
+      cs::usage_error(cs::format(
+          "--devices %s: device %d does not exist; this machine has %d CUDA device%s (0..%d)",
+          join_ints(ctx.devices).c_str(), d, count, count == 1 ? "" : "s", count - 1));
   if (ctx.devices.empty())
     for (int d = 0; d < count; ++d) ctx.devices.push_back(d);
   if (needs_two && ctx.devices.size() < 2)
@@ -84,12 +83,6 @@ struct CurrentDevice {
   }
   ~CurrentDevice() { CS_CHECK(cudaSetDevice(previous)); }
 };
-
-inline int current_device() {
-  int device = -1;
-  CS_CHECK(cudaGetDevice(&device));
-  return device;
-}
 
 // n values of `device`'s memory at `data`, copied to the host with that device current.
 template <class T>
@@ -134,14 +127,9 @@ struct JobData {
     CS_CHECK(cudaHostAlloc(&in, n * sizeof(std::uint32_t), cudaHostAllocPortable));
     CS_CHECK(cudaHostAlloc(&out, n * sizeof(std::uint32_t), cudaHostAllocPortable));
     std::uint32_t a = 1u, c = 0u;  // A and C; one more step: A <- kLcgA A, C <- kLcgA C + kLcgC
-    for (int k = 0; k < ctx.steps; ++k) {
-      a = kLcgA * a;
-      c = kLcgA * c + kLcgC;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      in[i] = static_cast<std::uint32_t>(i) * 2654435761u;
-      reference[i] = a * in[i] + c;
-    }
+    for (int k = 0; k < ctx.steps; ++k) a = kLcgA * a, c = kLcgA * c + kLcgC;
+    for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<std::uint32_t>(i) * 2654435761u;
+    for (std::size_t i = 0; i < n; ++i) reference[i] = a * in[i] + c;
   }
   ~JobData() {
     CS_CHECK(cudaFreeHost(in));
@@ -172,14 +160,6 @@ struct Split {
   std::vector<Slice> slices;
   double total_ms = 0, kernel_share = 0;
 };
-
-// Runs `copy` (of `bytes`, into `stream`) once, or times it when `timed`: GB/s, 0 untimed.
-template <class Copy>
-double run_or_time_gbps(cudaStream_t stream, std::size_t bytes, bool timed, Copy&& copy) {
-  if (!timed) copy();
-  const double ms = timed ? cs::time_on_stream_ms(stream, kWarmup, kRepeats, copy).median : 0;
-  return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0;
-}
 
 // The last run, one row per device. Events of different devices cannot be subtracted, so each
 // row is placed by the host time at which its first event was recorded on an idle stream.
