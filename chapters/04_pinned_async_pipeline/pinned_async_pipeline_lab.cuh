@@ -524,8 +524,8 @@ inline void write_sweep_svg(const std::string& path, const Sweep& sweep) {
   }
   std::ofstream file(path);
   file << cs::render_svg(chart,
-                         "Time by chunk count; lower bound = max(stages timed alone + "
-                         "fill/drain, streams in turn, host issue)")
+                         "Time by chunk count; lower bound = max(engines: stage times + "
+                         "fill/drain, streams: chunks in turn, host: issue)")
               .text;
   if (!file) cs::usage_error("--chunks-svg " + path + ": cannot write the file");
   std::printf("  Curve written to %s\n", path.c_str());
