@@ -108,8 +108,7 @@ void part_seed(std::size_t total_elements) {
   // (cudaMallocHost(&hostPtr, 2 * size)). Read consistently, `size` is the number of floats each
   // stream handles, and every byte count is size * sizeof(float).
   const std::size_t size = total_elements / 2;
-  float* inputDevPtr = nullptr;
-  float* outputDevPtr = nullptr;
+  float *inputDevPtr = nullptr, *outputDevPtr = nullptr;
   CS_CHECK(cudaMalloc(&inputDevPtr, 2 * size * sizeof(float)));
   CS_CHECK(cudaMalloc(&outputDevPtr, 2 * size * sizeof(float)));
 
