@@ -1,8 +1,5 @@
-// Chapter 04's measurement machinery, which a reader may skip: the flags and buffers, the CPU
-// reference, each stage timed alone, the kernel's calibration, the fixed cost of one operation,
-// the bound (the lesson explains its model), the three orders' runs, the chunk sweep, and the
-// tables and chart they print. The calls the chapter teaches, and the pipeline's kernel, are in
-// pinned_async_pipeline.cu.
+// Chapter 04's measurement machinery, which a reader may skip (the lesson explains the model):
+// flags, buffers, stage timing, calibration, the bound, the orders' runs and the chunk sweep.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,7 +16,6 @@
 #include "cuda_streams.hpp"
 #include "cuda_streams/device_clock.cuh"
 
-// The pipeline's kernel, defined in pinned_async_pipeline.cu.
 __global__ void scramble(std::uint32_t* output, const std::uint32_t* input, std::size_t count,
                          int iterations, std::uint32_t multiplier, std::uint32_t increment);
 
@@ -50,7 +46,6 @@ inline double ratio(double a, double b) {
   return b > 0 ? a / b : 0;
 }
 
-// The flags, and what every part needs from them, from the device and from the environment.
 struct Run {
   int mib = 256, chunks = 32, streams = 4, repeats = 5, engines = 0;  // engines: asyncEngineCount
   std::string chunks_svg;
@@ -70,8 +65,7 @@ struct Run {
   }
 };
 
-// The buffers the parts after the seed share. Chunk c of C is elements [begin(c, C),
-// begin(c + 1, C)); sizes differ by one element at most.
+// The buffers the parts after the seed share. Chunk c of C: [begin(c, C), begin(c + 1, C)).
 struct Buffers {
   std::size_t elements = 0, bytes = 0;
   std::uint32_t *host_in = nullptr, *host_out = nullptr;  // pinned (cudaMallocHost)
@@ -96,8 +90,7 @@ inline Buffers sized_buffers(const Run& run) {
   return b;
 }
 
-// Once the device is chosen: exits 2 when it cannot hold the buffers, sets why checks skip (below
-// 32 MiB the copies are too short to time), and prints the "Data:" line.
+// Once the device is chosen: exits 2 when it cannot hold the buffers; sets why checks skip.
 inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const cudaDeviceProp& prop,
                         const Buffers& b) {
   cs::require_fits_on_device(2 * b.bytes, cs::format("--mib %d", run.mib));
@@ -106,11 +99,6 @@ inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const cudaDe
   run.no_overlap = cs::no_overlap_reason(env);
   run.env = env;
   run.engines = prop.asyncEngineCount;
-  std::printf("Data: %s (%zu 4-byte words); timing: %s\n", cs::format_bytes(1.0 * b.bytes).c_str(),
-              b.elements,
-              run.measure()
-                  ? cs::format("%d repeats after 1 warm-up, medians shown", run.repeats).c_str()
-                  : "off (--no-timing)");
 }
 
 // Why a bound_holds check skips: `skip`; one hardware queue, where the two streams that time both
@@ -460,14 +448,15 @@ const char* const kOrderTitles[] = {
     "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
     "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
 
-// Part chunks' sweep: the same pipeline at 1, 2, 4, ... 1024 chunks. At each count: the stages,
-// the serial and the overlapped time, the bound, and whether the output matches the CPU's.
-// issue(C, serial) queues the pipeline at C chunks over the streams (all in streams[0] if serial).
+// Part chunks' sweep: the same pipeline at 1, 2, 4, ... 1024 chunks (index i: 1 << i chunks). At
+// each count: the stages, the serial and the overlapped time, the bound, and whether the output
+// matches the CPU's. issue(C, serial) queues the pipeline at C chunks (all in streams[0] if
+// serial).
 struct Sweep {
-  std::vector<int> counts;
   std::vector<double> overlapped_ms, bound_ms;
-  int wrong = 0;         // chunk counts whose output differs from the CPU reference
-  std::size_t best = 0;  // index of the fastest chunk count
+  double serial_ms = 0;       // the serial run at one chunk: nothing overlaps
+  int counts = 0, wrong = 0;  // chunk counts run, and those whose output differs from the CPU's
+  std::size_t best = 0;       // index of the fastest chunk count
   // Over the timed counts (0 when nothing was timed): the lowest overlapped / floor, the worst
   // overlapped / bound, and one chunk's time / the best count's.
   double lowest_over_floor = 0, worst_over_bound = 0, best_vs_one = 0;
@@ -477,7 +466,7 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
                          const Model& m, Issue&& issue) {
   const int repeats = std::min(run.repeats, 3), engines = run.engines;
   Sweep sweep;
-  std::vector<double> over_bound, over_floor;
+  std::vector<double> over_floor;
   ForkJoin fork_join(streams.size());
   cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
   for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
@@ -485,7 +474,7 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
   if (run.measure())
     std::printf(
         "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
-  for (int c = 1; c <= 1024; c *= 2) {
+  for (int c = 1; c <= 1024; c *= 2, ++sweep.counts) {
     clear_outputs(b);
     if (run.measure()) {
       Stages st = measure_stages(b, c, pair[0], pair[1], engines, repeats, m.iterations, false);
@@ -494,48 +483,53 @@ Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& stre
           (i == 0 ? st.h2d_ms : st.d2h_ms) = m.plain_ms[i] + c * m.cost.gpu_copy_ms;
       const double serial =
           cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] { issue(c, true); }).median;
-      sweep.overlapped_ms.push_back(cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] {
-                                      fork_join.fork(streams), issue(c, false);
-                                      fork_join.join(streams);
-                                    }).median);
+      const double ms = cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] {
+                          fork_join.fork(streams), issue(c, false), fork_join.join(streams);
+                        }).median;
       // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
       const Bound bound =
           pipeline_bound(st, c, static_cast<int>(streams.size()), engines, serial, m.cost);
-      sweep.bound_ms.push_back(bound.ms());
-      over_bound.push_back(ratio(sweep.overlapped_ms.back(), bound.ms()));
-      over_floor.push_back(ratio(sweep.overlapped_ms.back(), bound.floor_ms));
+      if (c == 1) sweep.serial_ms = serial;
+      sweep.overlapped_ms.push_back(ms), sweep.bound_ms.push_back(bound.ms());
+      over_floor.push_back(ratio(ms, bound.floor_ms));
+      sweep.worst_over_bound = std::max(sweep.worst_over_bound, ratio(ms, bound.ms()));
       std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", c,
-                  cs::format_bytes(4.0 * b.begin(1, c)).c_str(), serial, sweep.overlapped_ms.back(),
-                  bound.ms(), bound.pacer(), over_bound.back());
-      if (sweep.overlapped_ms.back() < sweep.overlapped_ms[sweep.best])
-        sweep.best = sweep.overlapped_ms.size() - 1;
+                  cs::format_bytes(4.0 * b.begin(1, c)).c_str(), serial, ms, bound.ms(),
+                  bound.pacer(), ratio(ms, bound.ms()));
+      if (ms < sweep.overlapped_ms[sweep.best]) sweep.best = sweep.overlapped_ms.size() - 1;
     } else {
       issue(c, false);
     }
     CS_CHECK(cudaDeviceSynchronize());
     sweep.wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
-    sweep.counts.push_back(c);
   }
   for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
-  if (!over_bound.empty()) {
+  if (!over_floor.empty()) {
     sweep.lowest_over_floor = *std::min_element(over_floor.begin(), over_floor.end());
-    sweep.worst_over_bound = *std::max_element(over_bound.begin(), over_bound.end());
     sweep.best_vs_one = ratio(sweep.overlapped_ms[0], sweep.overlapped_ms[sweep.best]);
   }
   return sweep;
 }
 
-// Part chunks' picture for --chunks-svg: a bar per chunk count, its overlapped time over its
-// bound; exits 2 naming the flag when the file cannot be written.
+// Part chunks' picture for --chunks-svg: a first row with the serial time (one chunk in one
+// stream: nothing overlaps), then a row per chunk count with its measured (overlapped) time and
+// its lower bound drawn over it (and the measured bar again where it is the shorter); exits 2
+// naming the flag when the file cannot be written.
 inline void write_sweep_svg(const std::string& path, const Sweep& sweep) {
-  cs::TimelineData chart;
+  cs::TimelineData chart{{"serial"}, {{0, "serial, no overlap (1 chunk)", "", 0, sweep.serial_ms}}};
   for (std::size_t i = 0; i < sweep.overlapped_ms.size(); ++i) {
-    chart.rows.push_back(cs::format("%d chunks", sweep.counts[i]));
-    chart.spans.push_back({static_cast<int>(i), "overlapped", "", 0, sweep.overlapped_ms[i]});
-    chart.spans.push_back({static_cast<int>(i), "bound", "", 0, sweep.bound_ms[i]});
+    const int row = static_cast<int>(chart.rows.size());
+    chart.rows.push_back(cs::format("%d chunk%s", 1 << i, i == 0 ? "" : "s"));
+    const cs::Span measured{row, "overlapped, measured", "", 0, sweep.overlapped_ms[i]};
+    chart.spans.push_back(measured);
+    chart.spans.push_back({row, "lower bound from the stages' times", "", 0, sweep.bound_ms[i]});
+    if (measured.end_ms < sweep.bound_ms[i]) chart.spans.push_back(measured);  // it beat the bound
   }
+  const char* title =
+      "Time by chunk count; lower bound = max(engines: stage times + fill/drain, "
+      "streams: chunks in turn, host: issue)";
   std::ofstream file(path);
-  file << cs::render_svg(chart, "Pipeline time (ms) against chunk count").text;
+  file << cs::render_svg(chart, title).text;
   if (!file) cs::usage_error("--chunks-svg " + path + ": cannot write the file");
   std::printf("  Curve written to %s\n", path.c_str());
 }
