@@ -45,7 +45,6 @@ READING_ALLOWANCES = {
     "04_pinned_async_pipeline": (723, 0.146, 537),
     "06_multi_device": (522, 0.185, 200),
     "11_pytorch_streams": (694, 0.119, 438),
-    "12_beyond_priorities": (400, 0.184, 200),
 }
 RATCHET_SLACK_LINES = 10  # an allowance this far above what a chapter reads is out of date
 RATCHET_SLACK_SHARE = 0.01

@@ -109,38 +109,34 @@ struct GreenBench {
   CUdevResource all{}, granted{}, rest{};  // the device's SMs; what each context holds
   CUgreenCtx mine = nullptr, other = nullptr;
   CUstream mine_stream = nullptr, rest_stream = nullptr;  // a CUstream is a cudaStream_t
-  int flood_blocks = 0, short_blocks = 0;
+  int flood_blocks = 0, short_blocks = 0, floods_complete = 0;
   unsigned int *started = nullptr, *blocks_done = nullptr, *out = nullptr;  // started: mapped
   unsigned long long* span = nullptr;  // the flood's first start and last end, then the short's
-  cs::TimelineData drawn{{"flood, lowest priority", "short kernel, highest priority",
-                          "flood, the rest's green context", "short kernel, its green context"},
-                         {}};
+  cs::TimelineData drawn;              // rows named in part_green, once the SMs of each are known
   cs::Comparison results;
-  int floods_complete = 0;
 };
 
-// One run: the flood into flood_stream; once it holds its SMs, the short kernel into
-// short_stream, timed on the host from its launch until cudaStreamSynchronize returns. With
-// row >= 0 the run is drawn on rows row (the flood) and row + 1 (the short kernel).
-std::pair<double, double> flood_and_short(GreenBench& b, cudaStream_t flood_stream,
-                                          cudaStream_t short_stream, const lab::Flags& f,
-                                          unsigned int run, int row) {
+// One run: the flood into stream `flood`; once it holds its SMs, the short kernel into `urgent`,
+// timed on the host from its launch until cudaStreamSynchronize returns. With row >= 0 the run
+// is drawn on rows row (the flood) and row + 1 (the short kernel: waiting, then running).
+std::pair<double, double> flood_and_short(GreenBench& b, const lab::Flags& f, cudaStream_t flood,
+                                          cudaStream_t urgent, unsigned int run, int row) {
   unsigned long long span[4] = {~0ull, 0ull, ~0ull, 0ull};
   CS_CHECK(cudaMemcpy(b.span, span, sizeof span, cudaMemcpyHostToDevice));
   CS_CHECK(cudaMemset(b.blocks_done, 0, sizeof(unsigned int)));
   CS_CHECK(cudaDeviceSynchronize());  // both in place before the flood's stream starts
-  flood_kernel<<<b.flood_blocks, kThreads, 0, flood_stream>>>(f.flood_ms * 1000000ull, b.started,
-                                                              run, b.blocks_done, b.span);
+  flood_kernel<<<b.flood_blocks, kThreads, 0, flood>>>(f.flood_ms * 1000000ull, b.started, run,
+                                                       b.blocks_done, b.span);
   CS_CHECK_LAUNCH();
   if (!lab::wait_for_flag(b.started, run)) cs::check_that("flood_started", false, "no flood");
   std::this_thread::sleep_for(std::chrono::milliseconds(1));  // every flood block is running
   const double submitted = cs::host_now_ms();
-  short_kernel<<<b.short_blocks, kThreads, 0, short_stream>>>(f.short_us * 1000ull, run, b.out,
-                                                              b.span + 2);
+  short_kernel<<<b.short_blocks, kThreads, 0, urgent>>>(f.short_us * 1000ull, run, b.out,
+                                                        b.span + 2);
   CS_CHECK_LAUNCH();
-  CS_CHECK(cudaStreamSynchronize(short_stream));
+  CS_CHECK(cudaStreamSynchronize(urgent));
   const double latency_ms = cs::host_now_ms() - submitted;
-  CS_CHECK(cudaStreamSynchronize(flood_stream));
+  CS_CHECK(cudaStreamSynchronize(flood));
   unsigned int done = 0;
   std::vector<unsigned int> got(b.short_blocks * kThreads), want(got.size());
   CS_CHECK(cudaMemcpy(span, b.span, sizeof span, cudaMemcpyDeviceToHost));
@@ -150,9 +146,12 @@ std::pair<double, double> flood_and_short(GreenBench& b, cudaStream_t flood_stre
   cs::accumulate(b.results, cs::compare(got.data(), want.data(), want.size()));
   b.floods_complete += done == static_cast<unsigned int>(b.flood_blocks) ? 1 : 0;
   auto ms = [&](int k) { return (double(span[k]) - double(span[0])) / 1e6; };  // since the flood
+  // "waiting" from the launch, placed at the end less the host-timed latency (a few us early)
   if (row >= 0 && span[1] > span[0] && span[3] > span[2])
     b.drawn.spans.insert(b.drawn.spans.end(),
-                         {{row, "flood", "", 0.0, ms(1)}, {row + 1, "short", "", ms(2), ms(3)}});
+                         {{row, "flood", "", 0.0, ms(1)},
+                          {row + 1, "waiting", "", std::max(0.0, ms(3) - latency_ms), ms(2)},
+                          {row + 1, "short", "", ms(2), ms(3)}});
   return {latency_ms, span[1] > span[0] ? (span[1] - span[0]) / 1e6 : 0.0};
 }
 
@@ -165,9 +164,7 @@ bool make_green_contexts(int device, int sms, const cs::Parts& parts, GreenBench
   CU_CHECK(drv::cuDeviceGet(&dev, device));
   const CUresult got = drv::cuDeviceGetDevResource(dev, &g.all, CU_DEV_RESOURCE_TYPE_SM);
   if (got == CUDA_ERROR_NOT_SUPPORTED)  // the driver's word for a device without them
-    return lab::skip_part(parts, "no green contexts here: cuDeviceGetDevResource says " +
-                                     lab::driver_error(got)),
-           false;  // any other error: exit 1, naming it
+    return lab::skip_part(parts, "no green contexts here", "cuDeviceGetDevResource"), false;
   lab::check_driver(got, "cuDeviceGetDevResource(dev, &all, SM)", __FILE__, __LINE__);
   const unsigned int least = g.all.sm.minSmPartitionSize;
   const unsigned int step = std::max(1u, g.all.sm.smCoscheduledAlignment);
@@ -181,12 +178,10 @@ bool make_green_contexts(int device, int sms, const cs::Parts& parts, GreenBench
       cs::check_skipped(check, no_room);
     return false;
   }
-  CUdevResource mine{};  // core: green (14 lines)
+  CUdevResource mine{};  // core: green (12 lines)
   unsigned int groups = 1;
   CU_CHECK(drv::cuDevSmResourceSplitByCount(&mine, &groups, &g.all, &g.rest, 0, sms));
-  if (groups != 1 || g.rest.sm.smCount == 0)
-    cs::usage_error(cs::format("--sms %d: the device's %u SMs gave %u groups and %u SMs besides",
-                               sms, g.all.sm.smCount, groups, g.rest.sm.smCount));
+  if (groups != 1 || g.rest.sm.smCount == 0) cs::usage_error("--sms: no group, or no SMs left");
   CUdevResourceDesc mine_desc = nullptr, rest_desc = nullptr;
   CU_CHECK(drv::cuDevResourceGenerateDesc(&mine_desc, &mine, 1));
   CU_CHECK(drv::cuDevResourceGenerateDesc(&rest_desc, &g.rest, 1));
@@ -195,11 +190,8 @@ bool make_green_contexts(int device, int sms, const cs::Parts& parts, GreenBench
   CU_CHECK(drv::cuGreenCtxStreamCreate(&g.mine_stream, g.mine, CU_STREAM_NON_BLOCKING, 0));
   CU_CHECK(drv::cuGreenCtxStreamCreate(&g.rest_stream, g.other, CU_STREAM_NON_BLOCKING, 0));
   CU_CHECK(drv::cuGreenCtxGetDevResource(g.mine, &g.granted, CU_DEV_RESOURCE_TYPE_SM));
-  std::printf(
-      "SMs: %u on the device (partitions of at least %u, in steps of %u); asked %d, the\n"
-      "short kernel's green context got %u, the flood's %u.\n",
-      g.all.sm.smCount, least, g.all.sm.smCoscheduledAlignment, sms, g.granted.sm.smCount,
-      g.rest.sm.smCount);
+  std::printf("SMs: %u on the device (partitions: %u or more, steps of %u); asked %d, got %u\n",
+              g.all.sm.smCount, least, g.all.sm.smCoscheduledAlignment, sms, g.granted.sm.smCount);
   return true;
 }
 
@@ -214,6 +206,10 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
   CS_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
   b.flood_blocks = per_sm * static_cast<int>(b.all.sm.smCount);  // one wave on every SM
   b.short_blocks = static_cast<int>(b.granted.sm.smCount);
+  b.drawn.rows = {cs::format("flood, lowest priority, all %u SMs", b.all.sm.smCount),
+                  cs::format("short kernel, highest priority, all %u SMs", b.all.sm.smCount),
+                  cs::format("flood, the rest's green context, %u SMs", b.rest.sm.smCount),
+                  cs::format("short kernel, its green context, %d SMs", b.short_blocks)};
   CS_CHECK(cudaHostAlloc(&b.started, sizeof(unsigned int), cudaHostAllocMapped));
   CS_CHECK(cudaMalloc(&b.blocks_done, sizeof(unsigned int)));
   CS_CHECK(cudaMalloc(&b.span, 4 * sizeof(unsigned long long)));
@@ -221,26 +217,21 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
   std::vector<double> prio_ms, green_ms, full_flood, green_flood;
   for (int r = 0; r <= f.repeats; ++r) {      // r == 0 warms both pairs of streams up
     const int row = r == f.repeats ? 0 : -1;  // the last runs are drawn on the timeline
-    auto p = flood_and_short(b, low, high, f, 2 * r + 1, row);  // run numbers 1, 2, 3, ...
-    auto own = flood_and_short(b, b.rest_stream, b.mine_stream, f, 2 * r + 2, row < 0 ? row : 2);
+    auto p = flood_and_short(b, f, low, high, 2 * r + 1, row);  // run numbers 1, 2, 3, ...
+    auto g = flood_and_short(b, f, b.rest_stream, b.mine_stream, 2 * r + 2, row < 0 ? row : 2);
     if (r == 0) continue;
     prio_ms.push_back(p.first), full_flood.push_back(p.second);
-    green_ms.push_back(own.first), green_flood.push_back(own.second);
+    green_ms.push_back(g.first), green_flood.push_back(g.second);
   }
   const double prio = cs::median(prio_ms), green = cs::median(green_ms);
-  const unsigned int rest_sms = b.rest.sm.smCount, rest_slots = per_sm * rest_sms;
   std::printf(
       "A %d us kernel submitted into %d flood blocks of %d ms (medians of %d runs):\n"
-      "  %-58s %10s\n  %-58s %10s\n"
-      "The flood took %s on all SMs and %s on its %u (%u waves of blocks).\n",
-      f.short_us, b.flood_blocks, f.flood_ms, f.repeats,
-      cs::format("highest priority (%d), flood at %d, all SMs shared", greatest, least).c_str(),
-      cs::format_ms(prio).c_str(),
-      cs::format("own green context of %d SMs, flood on the other %u", b.short_blocks, rest_sms)
-          .c_str(),
-      cs::format_ms(green).c_str(), cs::format_ms(cs::median(full_flood)).c_str(),
-      cs::format_ms(cs::median(green_flood)).c_str(), rest_sms,
-      (b.flood_blocks + rest_slots - 1) / rest_slots);
+      "  highest priority (%d), flood at %d, all SMs shared: %s; the flood took %s\n"
+      "  own green context, the flood on the other SMs: %s; the flood took %s (%u waves)\n",
+      f.short_us, b.flood_blocks, f.flood_ms, f.repeats, greatest, least,
+      cs::format_ms(prio).c_str(), cs::format_ms(cs::median(full_flood)).c_str(),
+      cs::format_ms(green).c_str(), cs::format_ms(cs::median(green_flood)).c_str(),
+      (b.flood_blocks + per_sm * b.rest.sm.smCount - 1) / (per_sm * b.rest.sm.smCount));
   cs::publish_timeline(b.drawn, common, "The last run of each, from its flood's first block");
   cs::report_comparison("short_kernel_results", b.results);
   const int floods = 2 * (f.repeats + 1);
@@ -257,17 +248,18 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
       cs::format("a %d us kernel against %d ms flood blocks: the bar needs blocks of %d ms or more",
                  f.short_us, f.flood_ms, needed_ms);
   const char* one_queue = "one hardware queue: the short kernel waited behind the flood in it";
-  cs::check_or_skip(
-      cs::first_reason(
-          {common.timing_skip_reason(), cs::no_overlap_reason(env),
-           f.flood_ms >= needed_ms ? "" : too_short,
-           env.max_connections == 1 && ratio > kGreenLatencyRatioMax ? one_queue : ""}),
-      "green_latency_ratio", ratio, cs::Compare::at_most, kGreenLatencyRatioMax, "x",
-      "latency in a green context / at the highest priority");
+  const std::string skip = cs::first_reason(
+      {common.timing_skip_reason(), cs::no_overlap_reason(env),
+       f.flood_ms >= needed_ms ? "" : too_short,
+       env.max_connections == 1 && ratio > kGreenLatencyRatioMax ? one_queue : ""});
+  cs::check_or_skip(skip, "green_latency_ratio", ratio, cs::Compare::at_most, kGreenLatencyRatioMax,
+                    "x", "latency in a green context / at the highest priority");
   CS_CHECK(cudaStreamDestroy(low));
   CS_CHECK(cudaStreamDestroy(high));
-  for (CUstream s : {b.mine_stream, b.rest_stream}) CU_CHECK(drv::cuStreamDestroy(s));
-  for (CUgreenCtx context : {b.mine, b.other}) CU_CHECK(drv::cuGreenCtxDestroy(context));
+  CU_CHECK(drv::cuStreamDestroy(b.mine_stream));
+  CU_CHECK(drv::cuStreamDestroy(b.rest_stream));
+  CU_CHECK(drv::cuGreenCtxDestroy(b.mine));
+  CU_CHECK(drv::cuGreenCtxDestroy(b.other));
   CS_CHECK(cudaFreeHost(b.started));
   CS_CHECK(cudaFree(b.blocks_done));
   CS_CHECK(cudaFree(b.span));
@@ -326,8 +318,7 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
   // has the functions, a device without them answers CUDA_ERROR_NOT_SUPPORTED; anything else fails.
   const CUresult probe = drv::cuStreamWriteValue32(a, flag(1), 0, CU_STREAM_WRITE_VALUE_DEFAULT);
   if (probe == CUDA_ERROR_NOT_SUPPORTED)
-    return lab::skip_part(parts, "no stream memory operations here: cuStreamWriteValue32 says " +
-                                     lab::driver_error(probe));
+    return lab::skip_part(parts, "no stream memory operations here", "cuStreamWriteValue32");
   lab::check_driver(probe, "cuStreamWriteValue32 (the first, a probe)", __FILE__, __LINE__);
 
   // The host releases a stream: the stream waits for flag 0 >= r, then writes r into flag 1.
@@ -372,12 +363,9 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
   CS_CHECK(cudaStreamSynchronize(a));
   const double waited = cs::host_now_ms() - from;
   guard.cancel();
-  std::printf(
-      "A wait for a flag nobody writes: the watchdog wrote it after %d ms; the stream\n"
-      "waited %s, then ran the work behind the wait.\n",
-      f.watchdog_ms, cs::format_ms(waited).c_str());
   cs::check_that("watchdog_ended_wait", guard.fired && vflags[1] == 777,
-                 "the stream went on after the watchdog's write, and only then");
+                 cs::format("the watchdog wrote it after %d ms, ending a wait of %s", f.watchdog_ms,
+                            cs::format_ms(waited).c_str()));
   CS_CHECK(cudaFreeHost(flags));
   CS_CHECK(cudaStreamDestroy(a));
   CS_CHECK(cudaStreamDestroy(b));

@@ -34,8 +34,8 @@ namespace drv {
 inline int driver_version = 0;                     // cudaDriverGetVersion: 12040 is CUDA 12.4
 inline std::string green_missing, memops_missing;  // "driver 12.4 older than cuGreen..."
 
-template <class F>  // one function at one version (*fn stays nullptr when the driver is older)
-void get(const char* name, F* fn, int version, std::string* missing) {
+// One function at one version (*fn stays nullptr when the driver is older).
+inline void get(const char* name, void** fn, int version, std::string* missing) {
   if (driver_version < version) {  // "driver 12.4 older than cuGreenCtxStreamCreate (CUDA 12.5)"
     *missing += missing->empty() ? cs::format("driver %d.%d older than ", driver_version / 1000,
                                               driver_version % 1000 / 10)
@@ -44,18 +44,17 @@ void get(const char* name, F* fn, int version, std::string* missing) {
     return;
   }
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  void** address = reinterpret_cast<void**>(fn);
-  CS_CHECK(cudaGetDriverEntryPointByVersion(name, address, version, cudaEnableDefault, &found));
+  CS_CHECK(cudaGetDriverEntryPointByVersion(name, fn, version, cudaEnableDefault, &found));
   if (found != cudaDriverEntryPointSuccess || *fn == nullptr) {
-    std::fprintf(stderr, "cudaGetDriverEntryPointByVersion(\"%s\", %d): result %d\n", name, version,
-                 static_cast<int>(found));
+    std::fprintf(stderr, "cudaGetDriverEntryPointByVersion(%s, %d): %d\n", name, version, found);
     std::exit(cs::kFailExitCode);
   }
 }
 
 // Each function: its name, the CUDA version whose signature its pointer has (PFN_name_vVERSION)
-// and the part that needs it, in the order a skipped part names them. #name is the function's
-// own name (cuda.h's macros, cuStreamDestroy -> cuStreamDestroy_v2, rename only the pointer).
+// and the part that needs it, in the order a skipped part names them. CS_DRV_GET's #fn is the
+// function's own name (cuda.h's macros, cuStreamDestroy -> cuStreamDestroy_v2, rename only the
+// pointer).
 // clang-format off
 #define CS_DRV_FUNCTIONS(X)                                                                        \
   X(cuGetErrorName, 6000, green) X(cuDeviceGet, 2000, green)                                       \
@@ -66,7 +65,7 @@ void get(const char* name, F* fn, int version, std::string* missing) {
   X(cuStreamWaitValue32, 11070, memops) X(cuStreamWriteValue32, 11070, memops)
 // clang-format on
 #define CS_DRV_DECLARE(name, version, part) inline PFN_##name##_v##version name = nullptr;
-#define CS_DRV_GET(name, version, part) get(#name, &name, version, &part##_missing);
+#define CS_DRV_GET(fn, v, part) get(#fn, reinterpret_cast<void**>(&fn), v, &part##_missing);
 CS_DRV_FUNCTIONS(CS_DRV_DECLARE)
 inline void load() {
   CS_CHECK(cudaDriverGetVersion(&driver_version));
@@ -80,22 +79,19 @@ struct Flags {  // green: flood_ms, short_us, sms; memops: releases, watchdog_ms
   int flood_ms = 20, short_us = 20, sms = 16, releases = 50, watchdog_ms = 100, repeats = 3;
 };
 
-// The name of a driver API result ("CUDA_ERROR_NOT_SUPPORTED").
-inline std::string driver_error(CUresult result) {
-  const char* name = nullptr;
-  const bool named = drv::cuGetErrorName && drv::cuGetErrorName(result, &name) == CUDA_SUCCESS;
-  return named && name ? name : "CUresult " + std::to_string(result);
-}
-
+// Checks a driver API call: exits 1, naming the call and its result ("CUDA_ERROR_INVALID_VALUE").
 inline void check_driver(CUresult result, const char* call, const char* file, int line) {
+  const char* name = "";  // its name, where cuGetErrorName knows it
   if (result == CUDA_SUCCESS) return;
-  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, call, driver_error(result).c_str());
+  if (drv::cuGetErrorName && drv::cuGetErrorName(result, &name) != CUDA_SUCCESS) name = "";
+  std::fprintf(stderr, "%s:%d: %s failed: CUresult %d %s\n", file, line, call, int(result), name);
   std::exit(cs::kFailExitCode);
 }
 
 // A part that this device or driver cannot run: alone (--part NAME) the program skips (77);
 // among all parts it says why and the others go on.
-inline void skip_part(const cs::Parts& parts, const std::string& reason) {
+inline void skip_part(const cs::Parts& parts, std::string reason, const char* query = nullptr) {
+  if (query) reason += cs::format(": %s says CUDA_ERROR_NOT_SUPPORTED", query);  // the query's no
   if (parts.chosen() != "all") cs::skip(reason);
   std::printf("SKIP: %s; this part's checks do not run\n", reason.c_str());
 }
@@ -103,8 +99,7 @@ inline void skip_part(const cs::Parts& parts, const std::string& reason) {
 // Waits until the GPU writes `value` into a flag in mapped host memory; false after 20 s (a flag
 // that never comes means a bug: stop, not hang).
 inline bool wait_for_flag(const volatile unsigned int* flag, unsigned int value) {
-  const double from = cs::host_now_ms();
-  while (*flag != value)
+  for (const double from = cs::host_now_ms(); *flag != value;)
     if (cs::host_now_ms() - from > 20000) return false;
   return true;
 }
