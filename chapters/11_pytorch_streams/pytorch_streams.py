@@ -122,7 +122,7 @@ def launch_environment():
               "so one\n             host thread cannot keep kernels of two streams running at once.")
     if "CUDA_DEVICE_MAX_CONNECTIONS" in os.environ:
         print(f"Environment: CUDA_DEVICE_MAX_CONNECTIONS={connections}: the streams share {connections} "
-              f"hardware work queue{' (issue order is run order)' if connections == 1 else 's'}.")
+              f"hardware work queue{' (work starts in issue order)' if connections == 1 else 's'}.")
     return blocking, connections
 
 

@@ -68,13 +68,13 @@ void print_launch_environment(const LaunchEnvironment& environment) {
         "so one\n             host thread cannot keep kernels of two streams running at once.\n");
   }
   if (environment.connections_from_env) {
-    // With one queue, "issue order is run order" holds for the order in which kernels start:
-    // independent neighbours in the queue still overlap (chapters 04 and 09 show it).
+    // With one queue, work starts in the order it was issued; independent neighbours in the
+    // queue still overlap (chapters 04 and 09 show it), so "run order" would say too much.
     std::printf(
         "Environment: CUDA_DEVICE_MAX_CONNECTIONS=%d: the streams share %d hardware "
         "work queue%s.\n",
         environment.max_connections, environment.max_connections,
-        environment.max_connections == 1 ? " (issue order is run order)" : "s");
+        environment.max_connections == 1 ? " (work starts in issue order)" : "s");
   }
 }
 
