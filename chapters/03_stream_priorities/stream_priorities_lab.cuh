@@ -116,10 +116,10 @@ inline std::string skip_reason(const cs::CommonOptions& common, const cs::Launch
 
 // A part's table: one row per case, medians of `repeats` runs.
 inline void print_table(std::initializer_list<std::pair<std::string, Summary>> rows, int repeats) {
-  std::printf("\n   %-20s %-16s %-14s %s\n", "short kernel from", "latency: median", "submitted at",
+  std::printf("\n   %-22s %-16s %-14s %s\n", "short kernel from", "latency: median", "submitted at",
               "flood lasted");
   for (const auto& [name, s] : rows) {
-    std::printf("   %-20s %-16s %-14s %s\n", name.c_str(), cs::format_ms(s.latency).c_str(),
+    std::printf("   %-22s %-16s %-14s %s\n", name.c_str(), cs::format_ms(s.latency).c_str(),
                 cs::format_ms(s.submitted).c_str(), cs::format_ms(s.flood).c_str());
   }
   std::printf("   (medians of %d runs)\n", repeats);
