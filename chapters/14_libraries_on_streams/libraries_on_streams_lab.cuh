@@ -122,6 +122,8 @@ struct Gemm {
     for (float* p : dc) CS_CHECK(cudaFree(p));
     for (float* p : {da, db}) CS_CHECK(cudaFree(p));
   }
+  Gemm(const Gemm&) = delete;  // owns device memory: a copy would free it twice
+  Gemm& operator=(const Gemm&) = delete;
   // Every result's sampled entries (column-major, as cuBLAS stores them) against the CPU's.
   cs::Comparison compare() const {
     std::vector<float> c(a.size()), got, want;
