@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cuda_streams.hpp"
@@ -24,11 +23,6 @@ struct SpinTask {
   unsigned long long duration_ns;
   KernelRecord* record;
 };
-
-// a / b, or 0 when b is not positive (no ratio is printed from a meaningless division).
-inline double ratio(double a, double b) {
-  return b > 0 ? a / b : 0.0;
-}
 
 // What every part needs to know: the first four from main, the rest follows from them.
 struct Setup {
@@ -93,16 +87,14 @@ struct KernelLog {
 // the streams'): each run in ms since its first kernel started.
 inline void publish_timeline(const Setup& setup, const std::vector<KernelRecord>& rec, int n) {
   cs::TimelineData timeline;
-  for (int run : {0, 1}) {
+  for (int i = 0; i < 2 * n; ++i) {
+    const int run = i / n, k = i % n + 1;
     unsigned long long origin = ~0ull;
-    for (int i = 0; i < n; ++i) origin = std::min(origin, rec[run * n + i].start_ns);
-    for (int i = 0; i < n; ++i) {
-      const KernelRecord& r = rec[run * n + i];
-      timeline.rows.push_back(run ? cs::format("stream %d, kernel %d", i + 1, i + 1)
-                                  : cs::format("default stream, kernel %d", i + 1));
-      timeline.spans.push_back({run * n + i, run ? "concurrent" : "serial", "",
-                                (r.start_ns - origin) * 1e-6, (r.end_ns - origin) * 1e-6});
-    }
+    for (int j = run * n; j < run * n + n; ++j) origin = std::min(origin, rec[j].start_ns);
+    timeline.rows.push_back(run ? cs::format("stream %d, kernel %d", k, k)
+                                : cs::format("default stream, kernel %d", k));
+    timeline.spans.push_back({i, run ? "concurrent" : "serial", "",
+                              (rec[i].start_ns - origin) * 1e-6, (rec[i].end_ns - origin) * 1e-6});
   }
   const char* title =
       "Timeline: the default stream runs them in turn; %d streams run them together";
@@ -120,14 +112,6 @@ cs::Stats time_and_issue_ms(const Setup& setup, double* issue_ms, Work work) {
   });
   *issue_ms = cs::median(issue);
   return time;
-}
-
-// The turns `threads` host threads take when each needs a core while its kernel runs (it spins in
-// its synchronize): one core stays with the timing thread, and the OS packs the rest up to one
-// turn looser than perfectly (on the H200's 16-core host, 32 threads took four turns, not three).
-inline int host_turns(int threads) {
-  const int cores = std::max(1, int(std::thread::hardware_concurrency()) - 1);
-  return threads <= cores ? 1 : (threads + cores - 1) / cores + 1;
 }
 
 // The words beside a bar that is `share` of the ideal speedup of `kernels` kernels in `turns`.
