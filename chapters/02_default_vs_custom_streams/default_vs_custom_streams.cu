@@ -153,8 +153,8 @@ void part_legacy(const lab::Setup& setup) {
                     kSerialized, "x", serial_why);
   cs::check_or_skip(setup.overlap_skip, "cudaStreamPerThread_does_not_serialize", per_thread,
                     kAtMost, kNotSerialized, "x", free_why);
-  for (cudaStream_t s : {blocking[0], blocking[1], non_blocking[0], non_blocking[1]})
-    CS_CHECK(cudaStreamDestroy(s));
+  for (cudaStream_t s : blocking) CS_CHECK(cudaStreamDestroy(s));
+  for (cudaStream_t s : non_blocking) CS_CHECK(cudaStreamDestroy(s));
 }
 
 // Part 3: host threads, each launching into its stream 0 ---------------------------------------
