@@ -44,14 +44,11 @@ __global__ void spin_kernel(lab::SpinTask task) {
 
 // C = A x B for n x n row-major matrices (torch.mm): each block computes one kTile x kTile tile.
 __global__ void matmul_tiled(const float* a, const float* b, float* c, int n) {
-  __shared__ float a_tile[kTile][kTile];
-  __shared__ float b_tile[kTile][kTile];
-  const int row = blockIdx.y * kTile + threadIdx.y;
-  const int col = blockIdx.x * kTile + threadIdx.x;
+  __shared__ float a_tile[kTile][kTile], b_tile[kTile][kTile];
+  const int row = blockIdx.y * kTile + threadIdx.y, col = blockIdx.x * kTile + threadIdx.x;
   float sum = 0.0f;
   for (int base = 0; base < n; base += kTile) {
-    const int a_col = base + threadIdx.x;
-    const int b_row = base + threadIdx.y;
+    const int a_col = base + threadIdx.x, b_row = base + threadIdx.y;
     a_tile[threadIdx.y][threadIdx.x] = (row < n && a_col < n) ? a[size_t(row) * n + a_col] : 0.0f;
     b_tile[threadIdx.y][threadIdx.x] = (b_row < n && col < n) ? b[size_t(b_row) * n + col] : 0.0f;
     __syncthreads();
@@ -102,8 +99,6 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
 
 // Part 2: the legacy default stream's implicit synchronization ---------------------------------
 void part_legacy(const lab::Setup& setup) {
-  std::printf("  %-30s %18s %22s %8s\n", "middle kernel's stream", "blocking A and B",
-              "non-blocking A and B", "ratio");
   // core: legacy
   cudaStream_t blocking[2], non_blocking[2];
   for (int i = 0; i < 2; ++i) {
@@ -121,20 +116,20 @@ void part_legacy(const lab::Setup& setup) {
       CS_CHECK_LAUNCH();
     });
   };
-  // One row per middle stream: time_pair(blocking), then time_pair(non_blocking), and the ratio
-  // blocking / non-blocking time (under CUDA_LAUNCH_BLOCKING=1 / one kernel's: both take turns).
-  auto row = [&](const char* name, cudaStream_t middle, int slot) {
+  // Per middle stream: time_pair(blocking), then time_pair(non_blocking), and the ratio blocking /
+  // non-blocking time (under CUDA_LAUNCH_BLOCKING=1 / one kernel's: both take turns).
+  auto ratio = [&](const char* name, cudaStream_t middle, int slot) {
     const double blocking_ms = time_pair(blocking, middle, slot).median;
     const double free_ms = time_pair(non_blocking, middle, slot + 3).median;
     const double r = blocking_ms / (setup.env.launch_blocking ? setup.kernel_ms : free_ms);
-    std::printf("  %-30s %15.2f ms %19.2f ms %7.2fx\n", name, blocking_ms, free_ms, r);
+    std::printf("  middle kernel in %s: %.2f ms blocking, %.2f ms non-blocking, %.2fx\n", name,
+                blocking_ms, free_ms, r);
     return r;
   };
   // The middle kernel in stream 0 as built, then in each default stream by its name.
-  const double stream0 =
-      row(kPerThreadBuild ? "0 (this build: per-thread)" : "0 (this build: legacy)", 0, 0);
-  const double legacy = row("cudaStreamLegacy", cudaStreamLegacy, 6);
-  const double per_thread = row("cudaStreamPerThread", cudaStreamPerThread, 12);
+  const double stream0 = ratio("0", 0, 0);
+  const double legacy = ratio("cudaStreamLegacy", cudaStreamLegacy, 6);
+  const double per_thread = ratio("cudaStreamPerThread", cudaStreamPerThread, 12);
   // end core
   log.verify("legacy_kernel");
   // Serialized: ideal 2x, 1.6 leaves 20% slack. Not serialized: ideal 1x, 1.25 for launch jitter.
@@ -199,10 +194,9 @@ void part_threads(const lab::Setup& setup, int threads) {
     if (round >= setup.warmup) samples.push_back(elapsed);
   }
   // end core
-  const cs::Stats many_threads = cs::summarize(samples);
-  const double speedup = one_thread.median / many_threads.median;
+  const double many_ms = cs::median(samples), speedup = one_thread.median / many_ms;
   std::printf("  1 thread: %.2f ms, %d threads, 1 kernel each: %.2f ms, speedup %.2fx\n",
-              one_thread.median, threads, many_threads.median, speedup);
+              one_thread.median, threads, many_ms, speedup);
   log.verify("threads_kernel");
   // Per-thread: 75% of the ideal, in the turns the queues and the host's cores allow (each
   // thread issues one launch: no issue time). Legacy: ideal 1x, 1.25 leaves room for jitter.
@@ -223,8 +217,8 @@ void part_threads(const lab::Setup& setup, int threads) {
 
 // Part 4: more streams than hardware queues ----------------------------------------------------
 void part_connections(const lab::Setup& setup, int stream_count) {
-  const int queues = setup.env.max_connections;
-  const int sharing = (stream_count + queues - 1) / queues;  // streams per hardware queue
+  // The hardware queues, and the streams that share each queue.
+  const int queues = setup.env.max_connections, sharing = (stream_count + queues - 1) / queues;
   std::printf("  CUDA_DEVICE_MAX_CONNECTIONS = %d (%s): ", queues,
               setup.env.connections_from_env ? "from the environment" : "unset: the default");
   std::printf("%d hardware queue%s, up to %d stream%s per queue\n", queues, queues == 1 ? "" : "s",
@@ -268,13 +262,10 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   });
   // The ideal: one stream alone, plus kLaunchMs allowed to issue each launch.
   const double ideal_ms = alone.median + 2 * stream_count * kLaunchMs;
-  std::printf("  one stream alone (A then B): %.2f ms, ideal (+ %.3f ms to issue): %.2f ms\n",
-              alone.median, ideal_ms - alone.median, ideal_ms);
-  std::printf("  depth-first (A1 B1 A2 B2 ...): %.2f ms (issued in %.3f ms)\n", depth.median,
-              depth_issue_ms);
-  std::printf("  breadth-first (A1 A2 ... B1 B2 ...): %.2f ms\n", breadth.median);
-  std::printf("  kernel A alone in every stream: %.2f ms (ideal %.2f ms)\n", single.median,
-              ideal_ms / 2);
+  std::printf(
+      "  one stream alone: %.2f ms (ideal %.2f ms), depth-first: %.2f ms (issued in %.3f ms), "
+      "breadth-first: %.2f ms, A alone in every stream: %.2f ms\n",
+      alone.median, ideal_ms, depth.median, depth_issue_ms, breadth.median, single.median);
   log.verify("connections_kernel");
   if (sharing == 1) {  // a queue for every stream: both orders within 1.2x of the ideal
     const std::string why =
@@ -301,7 +292,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
 // Part 5: the seed's torch.mm(A, A) and torch.mm(B, B) on two streams --------------------------
 void part_seed_mm(const lab::Setup& setup, int n) {
   const size_t count = size_t(n) * n, bytes = count * sizeof(float);
-  // core: seed_mm (17 lines)
+  // core: seed_mm (16 lines)
   // PyTorch creates its streams non-blocking, so stream 0 never stands between them.
   cudaStream_t s1, s2;
   CS_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
@@ -313,8 +304,7 @@ void part_seed_mm(const lab::Setup& setup, int n) {
   CS_CHECK(cudaMemcpy(a, host_a.data(), bytes, cudaMemcpyHostToDevice));
   CS_CHECK(cudaMemcpy(b, host_b.data(), bytes, cudaMemcpyHostToDevice));
   CS_CHECK(cudaDeviceSynchronize());  // torch.cuda.synchronize(): the inputs are ready
-  const dim3 block(kTile, kTile);
-  const dim3 grid((n + kTile - 1) / kTile, (n + kTile - 1) / kTile);
+  const dim3 block(kTile, kTile), grid((n + kTile - 1) / kTile, (n + kTile - 1) / kTile);
   matmul_tiled<<<grid, block, 0, s1>>>(a, a, c, n);  // with torch.cuda.stream(s1): C = mm(A, A)
   matmul_tiled<<<grid, block, 0, s2>>>(b, b, d, n);  // with torch.cuda.stream(s2): D = mm(B, B)
   CS_CHECK_LAUNCH();
@@ -391,12 +381,9 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   lab::verify_scaled("seed_res1 (t1 * 2)", res1, host_t1, 2.0f);
   lab::verify_scaled("seed_res2 (t2 * 3)", res2, host_t2, 3.0f);
   log.verify("seed_kernel");
-  const double inside = sync_inside.median / serial.median;
-  const double once = sync_once.median / serial.median;
-  std::printf(
-      "  both blocks in s1: %.2f ms, the seed (synchronize inside each): %.2f ms, the fix "
-      "(synchronize once): %.2f ms\n",
-      serial.median, sync_inside.median, sync_once.median);
+  const double inside = sync_inside.median / serial.median, once = sync_once.median / serial.median;
+  std::printf("  both blocks in s1: %.2f ms, synchronize inside each: %.2f ms, once: %.2f ms\n",
+              serial.median, sync_inside.median, sync_once.median);
   // Inside: the host waits for s1 before it issues s2's work: serial time, 0.9 for timing noise.
   // Once: both blocks at once, ideal 0.5x; 0.6 for the scale kernels, plus 4 launches' allowance.
   cs::check_or_skip(setup.timing_skip, "seed_sync_inside_is_serial", inside, kAtLeast, 0.9, "x",
@@ -436,8 +423,7 @@ int main(int argc, char** argv) {
     cs::require_fits_on_device(16 * size_t(matrix) * matrix, cs::format("--matrix %d", matrix));
   std::printf("Build: --default-stream %s (stream 0 is %s)\n",
               kPerThreadBuild ? "per-thread" : "legacy",
-              kPerThreadBuild ? "each host thread's own default stream"
-                              : "the legacy default stream, shared by all host threads");
+              kPerThreadBuild ? "each host thread's own" : "the legacy one, shared by all threads");
   cs::print_launch_environment(setup.env);
   if (parts.begin("concurrency")) part_concurrency(setup, kernels);
   if (parts.begin("legacy")) part_legacy(setup);
