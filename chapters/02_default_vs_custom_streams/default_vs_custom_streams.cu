@@ -70,22 +70,24 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
   std::vector<cudaStream_t> streams(kernels);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   lab::KernelLog log(2 * kernels);
-  double issue_ms = 0;
-  // core: concurrency (11 lines): Stream 0: each kernel waits for the one before it.
+  std::vector<double> issue_ms;  // how long the host took to issue the streams' launches
+  // core: concurrency (13 lines): Stream 0: each kernel waits for the one before it.
   const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     for (int i = 0; i < kernels; ++i)
       spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task(i, setup.kernel_ns));
     CS_CHECK_LAUNCH();
   });
   // One created stream per kernel: nothing orders them, so they can share the GPU.
-  const cs::Stats concurrent = lab::time_and_issue_ms(setup, &issue_ms, [&] {
+  const cs::Stats concurrent = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+    const double begin = cs::host_now_ms();
     for (int i = 0; i < kernels; ++i)
       spin_kernel<<<1, kSpinThreads, 0, streams[i]>>>(log.task(kernels + i, setup.kernel_ns));
     CS_CHECK_LAUNCH();
+    issue_ms.push_back(cs::host_now_ms() - begin);
   });
   const double speedup = serial.median / concurrent.median;
   std::printf("  default stream: %.2f ms, %d streams: %.2f ms (issued in %.3f ms), speedup %.2fx\n",
-              serial.median, kernels, concurrent.median, issue_ms, speedup);
+              serial.median, kernels, concurrent.median, cs::median(issue_ms), speedup);
   lab::publish_timeline(setup, log.verify("concurrency_kernel"), kernels);
   // Ideal: N kernels after kLaunchMs per launch, in one turn however many hardware queues they
   // share (nothing orders them), or in N turns without concurrentKernels. 75% of it leaves room
@@ -133,21 +135,20 @@ void part_legacy(const lab::Setup& setup) {
   // end core
   log.verify("legacy_kernel");
   // Serialized: ideal 2x, 1.6 leaves 20% slack. Not serialized: ideal 1x, 1.25 for launch jitter.
-  constexpr double kSerialized = 1.6, kNotSerialized = 1.25;
   const std::string serial_why = setup.env.launch_blocking
                                      ? "blocking time / one kernel's: A and B take turns"
                                      : "ideal 2x: B waits for the tiny kernel, which waits for A";
   const std::string free_why = "ideal 1x: A and B overlap as if stream 0 were not there";
   if (kPerThreadBuild)
-    cs::check_or_skip(setup.overlap_skip, "stream0_does_not_serialize", stream0, kAtMost,
-                      kNotSerialized, "x", "per-thread stream 0, " + free_why);
+    cs::check_or_skip(setup.overlap_skip, "stream0_does_not_serialize", stream0, kAtMost, 1.25, "x",
+                      "per-thread stream 0, " + free_why);
   else
     cs::check_or_skip(setup.concurrent_skip, "stream0_serializes_blocking_streams", stream0,
-                      kAtLeast, kSerialized, "x", "legacy stream 0, " + serial_why);
-  cs::check_or_skip(setup.concurrent_skip, "cudaStreamLegacy_serializes", legacy, kAtLeast,
-                    kSerialized, "x", serial_why);
+                      kAtLeast, 1.6, "x", "legacy stream 0, " + serial_why);
+  cs::check_or_skip(setup.concurrent_skip, "cudaStreamLegacy_serializes", legacy, kAtLeast, 1.6,
+                    "x", serial_why);
   cs::check_or_skip(setup.overlap_skip, "cudaStreamPerThread_does_not_serialize", per_thread,
-                    kAtMost, kNotSerialized, "x", free_why);
+                    kAtMost, 1.25, "x", free_why);
   for (cudaStream_t s : blocking) CS_CHECK(cudaStreamDestroy(s));
   for (cudaStream_t s : non_blocking) CS_CHECK(cudaStreamDestroy(s));
 }
@@ -231,7 +232,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   auto task = [&](int layout, int s, int b) {
     return log.task((layout * stream_count + s) * 2 + b, setup.kernel_ns);
   };
-  double depth_issue_ms = 0, single_issue_ms = 0;
+  std::vector<double> issue_ms;
   // One stream's A then B: what every stream would take if none waited for another.
   const cs::Stats alone = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     spin_kernel<<<1, kSpinThreads, 0, streams[0]>>>(task(0, 0, 0));
@@ -239,18 +240,20 @@ void part_connections(const lab::Setup& setup, int stream_count) {
     CS_CHECK_LAUNCH();
   });
   // For comparison: kernel A alone in every stream (no kernel waits in any queue).
-  const cs::Stats single = lab::time_and_issue_ms(setup, &single_issue_ms, [&] {
+  const cs::Stats single = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     for (int s = 0; s < stream_count; ++s)
       spin_kernel<<<1, kSpinThreads, 0, streams[s]>>>(task(1, s, 0));
     CS_CHECK_LAUNCH();
   });
-  // core: connections (15 lines): Depth-first: all of stream 1's work, then all of stream 2's, ...
-  const cs::Stats depth = lab::time_and_issue_ms(setup, &depth_issue_ms, [&] {
+  // core: connections (17 lines): Depth-first: all of stream 1's work, then all of stream 2's, ...
+  const cs::Stats depth = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+    const double begin = cs::host_now_ms();
     for (int s = 0; s < stream_count; ++s) {
       spin_kernel<<<1, kSpinThreads, 0, streams[s]>>>(task(2, s, 0));
       spin_kernel<<<1, kSpinThreads, 0, streams[s]>>>(task(2, s, 1));
     }
     CS_CHECK_LAUNCH();
+    issue_ms.push_back(cs::host_now_ms() - begin);
   });
   // Breadth-first: kernel A of every stream, then kernel B of every stream.
   const cs::Stats breadth = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
@@ -265,7 +268,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   std::printf(
       "  one stream alone: %.2f ms (ideal %.2f ms), depth-first: %.2f ms (issued in %.3f ms), "
       "breadth-first: %.2f ms, A alone in every stream: %.2f ms\n",
-      alone.median, ideal_ms, depth.median, depth_issue_ms, breadth.median, single.median);
+      alone.median, ideal_ms, depth.median, cs::median(issue_ms), breadth.median, single.median);
   log.verify("connections_kernel");
   if (sharing == 1) {  // a queue for every stream: both orders within 1.2x of the ideal
     const std::string why =

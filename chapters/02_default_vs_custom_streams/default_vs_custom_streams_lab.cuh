@@ -1,8 +1,8 @@
 // Chapter 02's measurement machinery: not the lesson, and a reader may skip this file. KernelLog
 // keeps where the spin kernels write when they ran (part 1's timeline is drawn from those records,
-// so drawing it adds no work to the streams); then a timing loop, the bars' words and the seed
-// parts' inputs and CPU checks. This header is compiled into the program, so in the per-thread
-// build a 0 stream here is the calling thread's default stream too.
+// so drawing it adds no work to the streams); then the bars' words and the seed parts' inputs
+// and CPU checks. This header is compiled into the program, so in the per-thread build a 0
+// stream here is the calling thread's default stream too.
 #pragma once
 
 #include <algorithm>
@@ -99,19 +99,6 @@ inline void publish_timeline(const Setup& setup, const std::vector<KernelRecord>
   const char* title =
       "Timeline: the default stream runs them in turn; %d streams run them together";
   cs::publish_timeline(timeline, setup.common, cs::format(title, n));
-}
-
-// cs::time_device_ms(), and in *issue_ms the median time the host took to issue `work`.
-template <class Work>
-cs::Stats time_and_issue_ms(const Setup& setup, double* issue_ms, Work work) {
-  std::vector<double> issue;
-  const cs::Stats time = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    const double begin = cs::host_now_ms();
-    work();
-    issue.push_back(cs::host_now_ms() - begin);
-  });
-  *issue_ms = cs::median(issue);
-  return time;
 }
 
 // The words beside a bar that is `share` of the ideal speedup of `kernels` kernels in `turns`.
