@@ -103,10 +103,10 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
 void part_legacy(const lab::Setup& setup) {
   // core: legacy
   cudaStream_t blocking[2], non_blocking[2];
-  for (int i = 0; i < 2; ++i) {
-    CS_CHECK(cudaStreamCreate(&blocking[i]));
-    CS_CHECK(cudaStreamCreateWithFlags(&non_blocking[i], cudaStreamNonBlocking));
-  }
+  CS_CHECK(cudaStreamCreate(&blocking[0]));
+  CS_CHECK(cudaStreamCreateWithFlags(&non_blocking[0], cudaStreamNonBlocking));
+  CS_CHECK(cudaStreamCreate(&blocking[1]));
+  CS_CHECK(cudaStreamCreateWithFlags(&non_blocking[1], cudaStreamNonBlocking));
   lab::KernelLog log(6 * 3);
   // Kernel A in pair[0], a kernel that lasts no time in `middle`, kernel B in pair[1], writing
   // records slot, slot + 1, slot + 2.
