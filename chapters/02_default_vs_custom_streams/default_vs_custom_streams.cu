@@ -167,8 +167,7 @@ void part_threads(const lab::Setup& setup, int threads) {
   // clock runs from `go` until the last thread's synchronize has returned.
   std::vector<double> samples;
   for (int round = 0; round < setup.warmup + setup.repeats; ++round) {
-    std::atomic<int> ready{0}, done{0};
-    std::atomic<bool> go{false};
+    std::atomic<int> ready{0}, go{0}, done{0};
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
@@ -188,11 +187,10 @@ void part_threads(const lab::Setup& setup, int threads) {
     }
     while (ready.load() < threads) std::this_thread::yield();
     const double begin = cs::host_now_ms();
-    go.store(true);
+    go.store(1);
     while (done.load() < threads) std::this_thread::yield();
-    const double elapsed = cs::host_now_ms() - begin;
+    if (round >= setup.warmup) samples.push_back(cs::host_now_ms() - begin);
     for (std::thread& thread : pool) thread.join();
-    if (round >= setup.warmup) samples.push_back(elapsed);
   }
   // end core
   const double many_ms = cs::median(samples), speedup = one_thread.median / many_ms;
