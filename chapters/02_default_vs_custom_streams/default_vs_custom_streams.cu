@@ -95,7 +95,7 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
   const int turns = setup.prop.concurrentKernels ? 1 : kernels;
   const double ideal = kernels * setup.kernel_ms / (turns * setup.kernel_ms + kernels * kLaunchMs);
   cs::check_or_skip(setup.overlap_skip, "concurrency_speedup", speedup, kAtLeast, 0.75 * ideal, "x",
-                    lab::ideal_why(setup, 0.75, ideal, kernels, turns, kernels * kLaunchMs));
+                    lab::ideal_why(setup, ideal, kernels, turns, kernels * kLaunchMs));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -208,7 +208,7 @@ void part_threads(const lab::Setup& setup, int threads) {
   const double ideal = threads * setup.kernel_ms / (turns * setup.kernel_ms);
   if (kPerThreadBuild)
     cs::check_or_skip(setup.timing_skip, "threads_run_concurrently", speedup, kAtLeast,
-                      0.75 * ideal, "x", lab::ideal_why(setup, 0.75, ideal, threads, turns, 0.0));
+                      0.75 * ideal, "x", lab::ideal_why(setup, ideal, threads, turns, 0.0));
   else
     cs::check_or_skip(setup.timing_skip, "threads_share_the_legacy_stream", speedup, kAtMost, 1.25,
                       "x", "ideal 1x: every thread's stream 0 is the one legacy stream");

@@ -101,13 +101,11 @@ inline void publish_timeline(const Setup& setup, const std::vector<KernelRecord>
   cs::publish_timeline(timeline, setup.common, cs::format(title, n));
 }
 
-// The words beside a bar that is `share` of the ideal speedup of `kernels` kernels in `turns`.
-inline std::string ideal_why(const Setup& setup, double share, double ideal, int kernels, int turns,
-                             double issue_ms) {
-  const int queues = setup.env.max_connections;
-  return cs::format("%.2f x ideal %.2fx: %d kernels in %d turn%s on %d queue%s, %.3f ms to issue",
-                    share, ideal, kernels, turns, turns == 1 ? "" : "s", queues,
-                    queues == 1 ? "" : "s", issue_ms);
+// The words beside a bar of 0.75 x the ideal speedup of n kernels in `turns` (both parts' bar).
+inline std::string ideal_why(const Setup& setup, double ideal, int n, int turns, double issue_ms) {
+  const int q = setup.env.max_connections;  // hardware queues
+  return cs::format("0.75 x ideal %.2fx: %d kernels in %d turn%s on %d queue%s, %.3f ms to issue",
+                    ideal, n, turns, turns == 1 ? "" : "s", q, q == 1 ? "" : "s", issue_ms);
 }
 
 // `count` values like torch.rand (uniform in [0, 1)) or torch.randn (normal), fixed seed.
