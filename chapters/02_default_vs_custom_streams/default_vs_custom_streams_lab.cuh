@@ -1,14 +1,13 @@
 // Chapter 02's measurement machinery: not the lesson, and a reader may skip this file. KernelLog
 // keeps where the spin kernels write when they ran (part 1's timeline is drawn from those records,
-// so drawing it adds no work to the streams); then a timing loop, the bars' words and the seed
-// parts' inputs and CPU checks. This header is compiled into the program, so in the per-thread
-// build a 0 stream here is the calling thread's default stream too.
+// so drawing it adds no work to the streams); then the bars' words and the seed parts' inputs
+// and CPU checks. This header is compiled into the program, so in the per-thread build a 0
+// stream here is the calling thread's default stream too.
 #pragma once
 
 #include <algorithm>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cuda_streams.hpp"
@@ -24,11 +23,6 @@ struct SpinTask {
   unsigned long long duration_ns;
   KernelRecord* record;
 };
-
-// a / b, or 0 when b is not positive (no ratio is printed from a meaningless division).
-inline double ratio(double a, double b) {
-  return b > 0 ? a / b : 0.0;
-}
 
 // What every part needs to know: the first four from main, the rest follows from them.
 struct Setup {
@@ -93,50 +87,25 @@ struct KernelLog {
 // the streams'): each run in ms since its first kernel started.
 inline void publish_timeline(const Setup& setup, const std::vector<KernelRecord>& rec, int n) {
   cs::TimelineData timeline;
-  for (int run : {0, 1}) {
+  for (int i = 0; i < 2 * n; ++i) {
+    const int run = i / n, k = i % n + 1;
     unsigned long long origin = ~0ull;
-    for (int i = 0; i < n; ++i) origin = std::min(origin, rec[run * n + i].start_ns);
-    for (int i = 0; i < n; ++i) {
-      const KernelRecord& r = rec[run * n + i];
-      timeline.rows.push_back(run ? cs::format("stream %d, kernel %d", i + 1, i + 1)
-                                  : cs::format("default stream, kernel %d", i + 1));
-      timeline.spans.push_back({run * n + i, run ? "concurrent" : "serial", "",
-                                (r.start_ns - origin) * 1e-6, (r.end_ns - origin) * 1e-6});
-    }
+    for (int j = run * n; j < run * n + n; ++j) origin = std::min(origin, rec[j].start_ns);
+    timeline.rows.push_back(run ? cs::format("stream %d, kernel %d", k, k)
+                                : cs::format("default stream, kernel %d", k));
+    timeline.spans.push_back({i, run ? "concurrent" : "serial", "",
+                              (rec[i].start_ns - origin) * 1e-6, (rec[i].end_ns - origin) * 1e-6});
   }
   const char* title =
       "Timeline: the default stream runs them in turn; %d streams run them together";
   cs::publish_timeline(timeline, setup.common, cs::format(title, n));
 }
 
-// cs::time_device_ms(), and in *issue_ms the median time the host took to issue `work`.
-template <class Work>
-cs::Stats time_and_issue_ms(const Setup& setup, double* issue_ms, Work work) {
-  std::vector<double> issue;
-  const cs::Stats time = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    const double begin = cs::host_now_ms();
-    work();
-    issue.push_back(cs::host_now_ms() - begin);
-  });
-  *issue_ms = cs::median(issue);
-  return time;
-}
-
-// The turns `threads` host threads take when each needs a core while its kernel runs (it spins in
-// its synchronize): one core stays with the timing thread, and the OS packs the rest up to one
-// turn looser than perfectly (on the H200's 16-core host, 32 threads took four turns, not three).
-inline int host_turns(int threads) {
-  const int cores = std::max(1, int(std::thread::hardware_concurrency()) - 1);
-  return threads <= cores ? 1 : (threads + cores - 1) / cores + 1;
-}
-
-// The words beside a bar that is `share` of the ideal speedup of `kernels` kernels in `turns`.
-inline std::string ideal_why(const Setup& setup, double share, double ideal, int kernels, int turns,
-                             double issue_ms) {
-  const int queues = setup.env.max_connections;
-  return cs::format("%.2f x ideal %.2fx: %d kernels in %d turn%s on %d queue%s, %.3f ms to issue",
-                    share, ideal, kernels, turns, turns == 1 ? "" : "s", queues,
-                    queues == 1 ? "" : "s", issue_ms);
+// The words beside a bar of 0.75 x the ideal speedup of n kernels in `turns` (both parts' bar).
+inline std::string ideal_why(const Setup& setup, double ideal, int n, int turns, double issue_ms) {
+  const int q = setup.env.max_connections;  // hardware queues
+  return cs::format("0.75 x ideal %.2fx: %d kernels in %d turn%s on %d queue%s, %.3f ms to issue",
+                    ideal, n, turns, turns == 1 ? "" : "s", q, q == 1 ? "" : "s", issue_ms);
 }
 
 // `count` values like torch.rand (uniform in [0, 1)) or torch.randn (normal), fixed seed.
@@ -150,10 +119,10 @@ inline std::vector<float> random_values(size_t count, unsigned seed, bool normal
 }
 
 // Checks the n x n product on the device against m x m in double precision on the CPU: every
-// entry of a small matrix, else 4096 (the corners, then entries picked at random).
+// entry of a small matrix, else 4096 (the corners, then entries picked at random). Float sums of
+// n products against a double reference: 1e-4 relative.
 inline void verify_square(const std::string& name, const std::string& of,
-                          const std::vector<float>& m, const float* device_product, int n,
-                          double tolerance) {
+                          const std::vector<float>& m, const float* device_product, int n) {
   std::vector<float> product(m.size());
   CS_CHECK(cudaMemcpy(product.data(), device_product, m.size() * 4, cudaMemcpyDeviceToHost));
   const size_t count = m.size(), edge = size_t(n), samples = count <= 65536 ? count : 4096;
@@ -169,7 +138,7 @@ inline void verify_square(const std::string& name, const std::string& of,
     want.push_back(sum);
   }
   cs::verify(cs::format("%s (%zu entries of %s)", name.c_str(), samples, of.c_str()), got, want,
-             tolerance);
+             1e-4);
 }
 
 // Checks `device_out` against host_in * factor, element by element.
