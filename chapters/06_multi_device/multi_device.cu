@@ -20,8 +20,7 @@ using lab::Context, lab::CurrentDevice, lab::kBlock;
 // Holds its stream for a fixed time, whatever the clocks: stands for "a producer that is busy".
 __global__ void spin_kernel(unsigned long long duration_ns) {
   const unsigned long long start = cs::globaltimer_ns();
-  while (cs::globaltimer_ns() - start < duration_ns) {
-  }
+  while (cs::globaltimer_ns() - start < duration_ns) continue;
 }
 
 // The job: `steps` LCG steps per element; the kernel, not the copies, sets the job's time.
@@ -55,20 +54,17 @@ __global__ void copy_kernel(const std::uint32_t* in, std::uint32_t* out, std::si
 
 // Part 1: which devices exist, and what asking for one that does not exist does
 void part_enumerate(const Context& ctx) {
-  int count = 0;
+  int count = 0, before = -1, after = -1;
   CS_CHECK(cudaGetDeviceCount(&count));  // torch.cuda.device_count()
-  std::printf("cudaGetDeviceCount: %d\n  %-7s %-28s %-5s %5s %11s %8s  %s\n", count, "device",
-              "name", "CC", "SMs", "memory", "engines", "PCI bus");
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp prop{};
     CS_CHECK(cudaGetDeviceProperties(&prop, d));  // torch.cuda.get_device_properties(d)
-    std::printf("  %-7d %-28s %d.%-3d %5d %11s %8d  %04x:%02x:%02x\n", d, prop.name, prop.major,
+    std::printf("device %d: %s, CC %d.%d, %d SMs, %s, %d copy engines\n", d, prop.name, prop.major,
                 prop.minor, prop.multiProcessorCount, cs::format_bytes(prop.totalGlobalMem).c_str(),
-                prop.asyncEngineCount, prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+                prop.asyncEngineCount);
   }
-  int before = -1, after = -1;
   CS_CHECK(cudaGetDevice(&before));  // torch.cuda.current_device()
-  std::printf("  current device: %d (what torch.device('cuda') means)\n", before);
+  std::printf("cudaGetDeviceCount: %d, current device: %d (torch.device('cuda'))\n", count, before);
   if (ctx.no_invalid_calls)
     return cs::check_skipped("nonexistent_device_rejected", "--no-invalid-calls");
   // core: enumerate (6 lines): cudaSetDevice(count) fails, as torch.device('cuda:N') does
@@ -119,13 +115,11 @@ void part_ownership(const Context& ctx) {
     memory_owners.push_back(place.type == cudaMemoryTypeDevice ? place.device : -1);
     lab::release(d, {buffer}, stream);
   }
-  const std::string created = lab::join_ints(ctx.devices);
-  cs::check_that(
-      "stream_owner", stream_owners == ctx.devices,
-      "streams created on devices " + created + " report devices " + lab::join_ints(stream_owners));
+  const std::string on = " on devices " + lab::join(ctx.devices);
+  cs::check_that("stream_owner", stream_owners == ctx.devices,
+                 "streams created" + on + " report devices " + lab::join(stream_owners));
   cs::check_that("memory_owner", memory_owners == ctx.devices,
-                 "cudaMalloc on devices " + created + " gives device memory of devices " +
-                     lab::join_ints(memory_owners));
+                 "cudaMalloc" + on + " gives device memory of devices " + lab::join(memory_owners));
   // The seed line by line; cuda1 is another selected device (cuda0 itself on a one-GPU machine).
   int cuda0 = -1, after = -1;
   CS_CHECK(cudaGetDevice(&cuda0));
@@ -239,11 +233,8 @@ lab::Split time_split(const std::vector<int>& devices, lab::JobData& job, int st
   for (int r = 0; r < lab::kRepeats; ++r) {
     totals.push_back(run_split(slices, job, steps));
     double kernels = 0, all = 0;
-    for (lab::Slice& s : slices) {
-      s.ms.push_back(lab::between(s, 0, 3));
-      kernels += lab::between(s, 1, 2);
-      all += s.ms.back();
-    }
+    for (lab::Slice& s : slices)  // the whole slice, then its kernel
+      s.ms.push_back(lab::between(s, 0, 3)), kernels += lab::between(s, 1, 2), all += s.ms.back();
     shares.push_back(all > 0 ? kernels / all : 0);
   }
   return {slices, cs::median(totals), cs::median(shares)};
@@ -260,13 +251,11 @@ void destroy_slices(std::vector<lab::Slice>& slices) {
 }
 
 void part_split(const Context& ctx, lab::JobData& job) {
-  std::printf("%zu elements (%d steps each) over %zu device%s, one stream each:\n", ctx.elements,
-              ctx.steps, ctx.devices.size(), ctx.devices.size() == 1 ? "" : "s");
   lab::Split split = time_split(ctx.devices, job, ctx.steps);
-  std::printf("  %-8s %12s %18s\n", "device", "elements", "H2D+kernel+D2H");
+  std::printf("%zu elements (%d steps each), one stream per device: %.2f ms on the host clock\n",
+              ctx.elements, ctx.steps, split.total_ms);
   for (const lab::Slice& s : split.slices)  // each device's median time, by its own events
-    std::printf("  %-8d %12zu %15.2f ms\n", s.device, s.count, cs::median(s.ms));
-  std::printf("  total on the host clock: %.2f ms\n", split.total_ms);
+    std::printf("  device %d: %zu elements, %.2f ms\n", s.device, s.count, cs::median(s.ms));
   cs::verify("split_result", job.out, job.reference.data(), ctx.elements);
   cs::publish_timeline(lab::split_timeline(split.slices), ctx.common,
                        "Split job, one row per device (H = H2D, K = kernel, D = D2H):");
@@ -393,8 +382,6 @@ void part_cross_event(const Context& ctx) {
 void part_scaling(const Context& ctx, lab::JobData& job) {
   if (!lab::have_two_devices(ctx, "scaling")) return;
   const std::size_t n_devices = ctx.devices.size();
-  std::printf("The job on device %d alone, then split over %zu devices:\n", ctx.devices.front(),
-              n_devices);
   lab::Split one = time_split({ctx.devices.front()}, job, ctx.steps);  // core: scaling (6 lines)
   destroy_slices(one.slices);
   cs::verify("scaling_one_device_result", job.out, job.reference.data(), ctx.elements);
@@ -402,8 +389,9 @@ void part_scaling(const Context& ctx, lab::JobData& job) {
   destroy_slices(all.slices);
   cs::verify("scaling_split_result", job.out, job.reference.data(), ctx.elements);
   const double speedup = all.total_ms > 0 ? one.total_ms / all.total_ms : 0;
-  std::printf("  one device: %.2f ms, %zu devices: %.2f ms (%.2fx); kernels: %.0f%% of the time\n",
-              one.total_ms, n_devices, all.total_ms, speedup, 100 * one.kernel_share);
+  std::printf(
+      "The job on device %d alone: %.2f ms, on %zu devices: %.2f ms (%.2fx); kernels: %.0f%%\n",
+      ctx.devices.front(), one.total_ms, n_devices, all.total_ms, speedup, 100 * one.kernel_share);
   // N devices are at least 0.7 N times faster than one (only launch and copy overheads are lost)
   // while the kernel, which splits perfectly, is >= 75% of the job and the job takes >= 1 ms.
   constexpr double kScalingEfficiency = 0.7, kKernelShareMin = 0.75, kJobMsMin = 1.0;
@@ -430,9 +418,8 @@ int main(int argc, char** argv) {
                    {"cross-event", "a stream waits for another device's event, 2 devices"},
                    {"scaling", "the split job on N devices against one, 2 devices"}});
   lab::setup(ctx, options, parts, argc, argv);  // prints the devices used
-  std::unique_ptr<lab::JobData> job;            // the split job's host arrays, where it runs
-  if (parts.selected("split") || parts.selected("scaling"))
-    job = std::make_unique<lab::JobData>(ctx);
+  const bool job_runs = parts.selected("split") || parts.selected("scaling");
+  std::unique_ptr<lab::JobData> job(job_runs ? new lab::JobData(ctx) : nullptr);  // host arrays
   if (parts.begin("enumerate")) part_enumerate(ctx);
   if (parts.begin("ownership")) part_ownership(ctx);
   if (parts.begin("foreign-stream")) part_foreign_stream(ctx);

@@ -29,7 +29,7 @@ struct Context {
   cs::CommonOptions common;
 };
 
-inline std::string join_ints(const std::vector<int>& values) {
+inline std::string join(const std::vector<int>& values) {
   std::string text;
   for (int value : values) text += (text.empty() ? "" : ",") + std::to_string(value);
   return text;
@@ -56,13 +56,13 @@ inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int 
     if (d >= count)
       cs::usage_error(cs::format(
           "--devices %s: device %d does not exist; this machine has %d CUDA device%s (0..%d)",
-          join_ints(ctx.devices).c_str(), d, count, count == 1 ? "" : "s", count - 1));
+          join(ctx.devices).c_str(), d, count, count == 1 ? "" : "s", count - 1));
   if (ctx.devices.empty())
     for (int d = 0; d < count; ++d) ctx.devices.push_back(d);
   if (needs_two && ctx.devices.size() < 2)
     cs::usage_error(cs::format("--part %s needs 2 devices, but --devices selects %zu", part.c_str(),
                                ctx.devices.size()));
-  std::printf("Devices used: %s of %d\n", join_ints(ctx.devices).c_str(), count);
+  std::printf("Devices used: %s of %d\n", join(ctx.devices).c_str(), count);
 }
 
 // Whether a two-device part can run; inside --part all it prints why it is skipped.
@@ -104,8 +104,7 @@ inline void release(int device, std::initializer_list<void*> buffers, cudaStream
 inline int grid_for(int device, std::size_t n) {
   int sms = 0;
   CS_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t wanted = (n + kBlock - 1) / kBlock;
-  return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(wanted, sms * 8ull)));
+  return static_cast<int>(std::min<std::size_t>((n + kBlock - 1) / kBlock, sms * 8ull));  // n > 0
 }
 
 // base, base + 1, ...: what fill_kernel writes, for the peer and cross-event checks.
