@@ -34,8 +34,8 @@ inline std::string join(const std::vector<int>& values) {
 
 // The flags, the device, then --devices checked against the machine (none given: every device).
 inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int argc, char** argv) {
-  flags.add_int_list("devices", &ctx.devices, 0, 1023,  // 1023: before asking CUDA
-                     "the devices to split the job over, e.g. 0,1 (each must exist)");
+  // --devices: 1023 bounds it before CUDA is asked; below, each must be a device of the machine.
+  flags.add_int_list("devices", &ctx.devices, 0, 1023, "the devices to use, e.g. 0,1");
   flags.add_size("elements", &ctx.elements, 1024, 1ull << 28, "elements of the split job");
   flags.add_int("steps", &ctx.steps, 1, 1 << 20, "LCG steps per element (the job's arithmetic)");
   flags.add_flag("no-invalid-calls", &ctx.no_invalid_calls, "leave out the deliberate errors");
@@ -166,9 +166,8 @@ inline cs::TimelineData split_timeline(const std::vector<Slice>& slices) {
     data.rows.push_back("device " + std::to_string(s.device));
     const double shift = s.host_start_ms - slices.front().host_start_ms;
     for (int stage = 0; stage < 3; ++stage)
-      data.spans.push_back({static_cast<int>(data.rows.size()) - 1, kinds[stage],
-                            std::to_string(s.count) + " elements", shift + between(s, 0, stage),
-                            shift + between(s, 0, stage + 1)});
+      data.spans.push_back({static_cast<int>(data.rows.size()) - 1, kinds[stage], "",
+                            shift + between(s, 0, stage), shift + between(s, 0, stage + 1)});
   }
   return data;
 }
