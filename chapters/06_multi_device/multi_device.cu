@@ -9,13 +9,14 @@
 //   build/bin/06_multi_device --part split --devices 0   # one part, on the devices listed; --help
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <memory>
 #include <vector>
 #include "cuda_streams/device_clock.cuh"
 #include "multi_device_lab.cuh"  // cuda_streams.hpp, the flags and the machinery
 
-using lab::Context, lab::CurrentDevice, lab::kBlock;
+using lab::Context, lab::CurrentDevice, lab::kBlock, lab::between;
 
 // Holds its stream for a fixed time, whatever the clocks: stands for "a producer that is busy".
 __global__ void spin_kernel(unsigned long long duration_ns) {
@@ -24,10 +25,10 @@ __global__ void spin_kernel(unsigned long long duration_ns) {
 }
 
 // The job: `steps` LCG steps per element; the kernel, not the copies, sets the job's time.
+// Grids come from grid_for (at most 8 blocks per SM): 32-bit index arithmetic does not overflow.
 __global__ void lcg_steps_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t n,
                                  std::uint32_t a, std::uint32_t c, int steps) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     std::uint32_t x = in[i];
     for (int s = 0; s < steps; ++s) x = a * x + c;
     out[i] = x;
@@ -35,20 +36,18 @@ __global__ void lcg_steps_kernel(const std::uint32_t* in, std::uint32_t* out, st
 }
 
 __global__ void fill_kernel(std::uint32_t* out, std::size_t n, std::uint32_t base) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
     out[i] = base + static_cast<std::uint32_t>(i);
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* sum, std::size_t n) {
-  const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  const std::size_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) sum[i] = a[i] + b[i];
 }
 
 // Plain loads and stores; given a pointer to a peer's memory it reads across the link.
 __global__ void copy_kernel(const std::uint32_t* in, std::uint32_t* out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
     out[i] = in[i];
 }
 
@@ -59,9 +58,8 @@ void part_enumerate(const Context& ctx) {
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp prop{};
     CS_CHECK(cudaGetDeviceProperties(&prop, d));  // torch.cuda.get_device_properties(d)
-    std::printf("device %d: %s, CC %d.%d, %d SMs, %s, %d copy engines\n", d, prop.name, prop.major,
-                prop.minor, prop.multiProcessorCount, cs::format_bytes(prop.totalGlobalMem).c_str(),
-                prop.asyncEngineCount);
+    std::printf("device %d: %s, CC %d.%d, %d SMs, %d copy engines\n", d, prop.name, prop.major,
+                prop.minor, prop.multiProcessorCount, prop.asyncEngineCount);
   }
   CS_CHECK(cudaGetDevice(&before));  // torch.cuda.current_device()
   std::printf("cudaGetDeviceCount: %d, current device: %d (torch.device('cuda'))\n", count, before);
@@ -151,7 +149,7 @@ void part_ownership(const Context& ctx) {
 
 // Part 3: a launch must go into a stream of the current device
 void part_foreign_stream(const Context& ctx) {
-  if (!lab::have_two_devices(ctx, "foreign-stream")) return;
+  if (!ctx.skip_two.empty()) return cs::check_skipped("foreign-stream", ctx.skip_two);
   if (ctx.no_invalid_calls) return cs::check_skipped("foreign-stream", "--no-invalid-calls");
   const int home = ctx.devices[0], away = ctx.devices[1];
   const std::size_t n = 1 << 20, bytes = n * sizeof(std::uint32_t);
@@ -163,7 +161,7 @@ void part_foreign_stream(const Context& ctx) {
     CS_CHECK(cudaMalloc(&away_buffer, bytes));
     CS_CHECK(cudaMemset(away_buffer, 0, bytes));
   }
-  cudaEvent_t home_event = nullptr;  // core: foreign-stream (10 lines)
+  cudaEvent_t home_event = nullptr;  // core: foreign-stream (11 lines)
   cudaError_t launch_status = cudaSuccess, record_status = cudaSuccess;
   {
     CurrentDevice scope(home);
@@ -172,6 +170,7 @@ void part_foreign_stream(const Context& ctx) {
     CS_CHECK(cudaEventCreateWithFlags(&home_event, cudaEventDisableTiming));
     record_status = cudaEventRecord(home_event, away_stream);  // event and stream: two devices
     (void)cudaGetLastError();
+    CS_CHECK(cudaEventDestroy(home_event));
   }
   cs::check_that("foreign_stream_launch_rejected", launch_status != cudaSuccess,
                  "the launch returned " + std::string(cudaGetErrorName(launch_status)));
@@ -188,8 +187,6 @@ void part_foreign_stream(const Context& ctx) {
   }
   cs::verify("launch_with_owner_current", lab::download(away, away_buffer, n), lab::pattern(n, 7u));
   lab::release(away, {away_buffer}, away_stream);
-  CurrentDevice scope(home);
-  CS_CHECK(cudaEventDestroy(home_event));
 }
 
 // Part 4: one job, one slice and one stream per device, all issued from one host thread
@@ -233,7 +230,7 @@ lab::Split time_split(const std::vector<int>& devices, lab::JobData& job, int st
     totals.push_back(run_split(slices, job, steps));
     double kernels = 0, all = 0;
     for (lab::Slice& s : slices)  // the whole slice, then its kernel
-      s.ms.push_back(lab::between(s, 0, 3)), kernels += lab::between(s, 1, 2), all += s.ms.back();
+      s.ms.push_back(between(s, 0, 3)), kernels += between(s, 1, 2), all += s.ms.back();
     shares.push_back(all > 0 ? kernels / all : 0);
   }
   return {slices, cs::median(totals), cs::median(shares)};
@@ -253,19 +250,29 @@ void part_split(const Context& ctx, lab::JobData& job) {
   lab::Split split = time_split(ctx.devices, job, ctx.steps);
   std::printf("%zu elements (%d steps each), one stream per device: %.2f ms on the host clock\n",
               ctx.elements, ctx.steps, split.total_ms);
-  for (const lab::Slice& s : split.slices)  // each device's median time, by its own events
+  // Each device's median time by its own events, and its row of the last run's timeline. Events
+  // of two devices cannot be subtracted: a row is placed by the host time of its first event.
+  cs::TimelineData timeline;
+  const char* kinds[3] = {"H2D", "kernel", "D2H"};
+  for (const lab::Slice& s : split.slices) {
     std::printf("  device %d: %zu elements, %.2f ms\n", s.device, s.count, cs::median(s.ms));
+    timeline.rows.push_back("device " + std::to_string(s.device));
+    const double shift = s.host_start_ms - split.slices.front().host_start_ms;
+    for (int stage = 0; stage < 3; ++stage)
+      timeline.spans.push_back({static_cast<int>(timeline.rows.size()) - 1, kinds[stage], "",
+                                shift + between(s, 0, stage), shift + between(s, 0, stage + 1)});
+  }
   cs::verify("split_result", job.out, job.reference.data(), ctx.elements);
-  cs::publish_timeline(lab::split_timeline(split.slices), ctx.common, "Split job, by device:");
+  cs::publish_timeline(timeline, ctx.common, "Split job, by device:");
   destroy_slices(split.slices);
 }
 
 // Part 5: direct access and copies between devices
-// Both directions between devices a and b, each checked; returns the slower direction's GB/s.
-double peer_pair(int a, int b, std::size_t n, bool timed) {
-  const int dev[2] = {a, b};
+// Both directions between devices dev[0] and dev[1], 64 MiB each, checked; returns the slower
+// direction's GB/s.
+double peer_pair(std::array<int, 2> dev, bool timed) {
   const std::uint32_t base[2] = {1000u, 5000000u};  // what each device sends: base, base + 1, ...
-  const std::size_t bytes = n * sizeof(std::uint32_t);
+  const std::size_t n = (64ull << 20) / sizeof(std::uint32_t), bytes = n * sizeof(std::uint32_t);
   int can[2] = {0, 0};  // can[k]: dev[k] can map the other device's memory
   cudaStream_t stream[2] = {};
   std::uint32_t *src[2] = {}, *dst[2] = {};
@@ -305,27 +312,26 @@ double peer_pair(int a, int b, std::size_t n, bool timed) {
     cs::verify(cs::format("peer_copy_%d_to_%d", dev[k], dev[1 - k]),
                lab::download(dev[1 - k], dst[1 - k], n), lab::pattern(n, base[k]));
   }
-  if (can[1]) {  // with peer access, a kernel on b dereferences a's memory like its own
-    CurrentDevice scope(b);
+  if (can[1]) {  // with peer access, a kernel on dev[1] dereferences dev[0]'s memory like its own
+    CurrentDevice scope(dev[1]);
     CS_CHECK(cudaMemsetAsync(dst[1], 0, bytes, stream[1]));
-    copy_kernel<<<lab::grid_for(b, n), kBlock, 0, stream[1]>>>(src[0], dst[1], n);
+    copy_kernel<<<lab::grid_for(dev[1], n), kBlock, 0, stream[1]>>>(src[0], dst[1], n);
     CS_CHECK_LAUNCH();
     CS_CHECK(cudaStreamSynchronize(stream[1]));
-    cs::verify(cs::format("kernel_on_%d_reads_%d", b, a), lab::download(b, dst[1], n),
-               lab::pattern(n, base[0]));
+    cs::verify(cs::format("kernel_on_%d_reads_%d", dev[1], dev[0]),
+               lab::download(dev[1], dst[1], n), lab::pattern(n, base[0]));
   }
   for (int k = 0; k < 2; ++k) lab::release(dev[k], {src[k], dst[k]}, stream[k]);
   return std::min(gbps[0], gbps[1]);
 }
 
 void part_peer(const Context& ctx) {
-  if (!lab::have_two_devices(ctx, "peer")) return;
-  const std::size_t n = (64ull << 20) / sizeof(std::uint32_t);  // 64 MiB per direction and pair
+  if (!ctx.skip_two.empty()) return cs::check_skipped("peer", ctx.skip_two);
   double slowest = 1e30;
   for (std::size_t i = 0; i < ctx.devices.size(); ++i)
     for (std::size_t j = i + 1; j < ctx.devices.size(); ++j)
       slowest =
-          std::min(slowest, peer_pair(ctx.devices[i], ctx.devices[j], n, !ctx.common.no_timing));
+          std::min(slowest, peer_pair({ctx.devices[i], ctx.devices[j]}, !ctx.common.no_timing));
   // Even staged through host memory, a 64 MiB copy runs at several GB/s over PCIe.
   constexpr double kPeerGbpsMin = 1.0;
   cs::check_or_skip(ctx.common.timing_skip_reason(), "peer_bandwidth", slowest,
@@ -334,7 +340,7 @@ void part_peer(const Context& ctx) {
 
 // Part 6: a stream on one device waits for an event recorded on another
 void part_cross_event(const Context& ctx) {
-  if (!lab::have_two_devices(ctx, "cross-event")) return;
+  if (!ctx.skip_two.empty()) return cs::check_skipped("cross-event", ctx.skip_two);
   const int producer = ctx.devices[0], consumer = ctx.devices[1];
   const std::size_t n = 1 << 22, bytes = n * sizeof(std::uint32_t);
   constexpr double kDelayMs = 20.0;  // how long the producing device works first
@@ -375,7 +381,7 @@ void part_cross_event(const Context& ctx) {
 
 // Part 7: the split job on N devices against the whole job on one
 void part_scaling(const Context& ctx, lab::JobData& job) {
-  if (!lab::have_two_devices(ctx, "scaling")) return;
+  if (!ctx.skip_two.empty()) return cs::check_skipped("scaling", ctx.skip_two);
   const std::size_t n_devices = ctx.devices.size();
   lab::Split one = time_split({ctx.devices.front()}, job, ctx.steps);  // core: scaling (6 lines)
   destroy_slices(one.slices);

@@ -1,5 +1,5 @@
 // Chapter 06's machinery, which a reader may skip: the flags, which devices the parts use, the
-// scoped current device, the job's pinned arrays and CPU reference, the split job's timeline.
+// scoped current device, the job's pinned arrays and CPU reference, the split job's slices.
 #pragma once
 
 #include <algorithm>
@@ -21,7 +21,7 @@ struct Context {
   std::size_t elements = 8u << 20;
   int steps = 16384;
   bool no_invalid_calls = false;  // --no-invalid-calls: leave out the deliberate errors
-  int machine_devices = 0;        // what cudaGetDeviceCount reports
+  std::string skip_two;  // why the two-device parts are skipped here ("" with 2 devices or more)
   cs::LaunchEnvironment env;
   cs::CommonOptions common;
 };
@@ -45,7 +45,7 @@ inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int 
   cs::select_device(ctx.common.device);
   cs::print_launch_environment(ctx.env);
   const std::string& part = parts.chosen();
-  const int count = ctx.machine_devices = cs::device_count_or_skip();
+  const int count = cs::device_count_or_skip();
   const bool needs_two =
       part == "foreign-stream" || part == "peer" || part == "cross-event" || part == "scaling";
   if (needs_two && count < 2) cs::skip(cs::format("needs 2 devices (this machine has %d)", count));
@@ -56,19 +56,13 @@ inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int 
           join(ctx.devices).c_str(), d, count, count == 1 ? "" : "s", count - 1));
   if (ctx.devices.empty())
     for (int d = 0; d < count; ++d) ctx.devices.push_back(d);
-  if (needs_two && ctx.devices.size() < 2)
-    cs::usage_error(cs::format("--part %s needs 2 devices, but --devices selects %zu", part.c_str(),
-                               ctx.devices.size()));
+  // Distinct devices of this machine: fewer than 2 selected means 1 (or the machine has just 1).
+  if (count < 2)
+    ctx.skip_two = cs::format("needs 2 devices, this machine has %d", count);
+  else if (ctx.devices.size() < 2)
+    ctx.skip_two = "needs 2 devices, --devices selects 1";
+  if (needs_two && !ctx.skip_two.empty()) cs::usage_error("--part " + part + " " + ctx.skip_two);
   std::printf("Devices used: %s of %d\n", join(ctx.devices).c_str(), count);
-}
-
-// Whether a two-device part can run; inside --part all it prints why it is skipped.
-inline bool have_two_devices(const Context& ctx, const char* part) {
-  const int have = ctx.machine_devices, selected = static_cast<int>(ctx.devices.size());
-  if (have < 2) cs::check_skipped(part, cs::format("needs 2 devices, this machine has %d", have));
-  if (have >= 2 && selected < 2)
-    cs::check_skipped(part, cs::format("needs 2 devices, --devices selects %d", selected));
-  return have >= 2 && selected >= 2;
 }
 
 // `with torch.cuda.device(device):` as a C++ scope; part_ownership() writes out its three calls.
@@ -157,18 +151,4 @@ struct Split {
   double total_ms = 0, kernel_share = 0;
 };
 
-// The last run, one row per device. Events of different devices cannot be subtracted, so each
-// row is placed by the host time at which its first event was recorded on an idle stream.
-inline cs::TimelineData split_timeline(const std::vector<Slice>& slices) {
-  cs::TimelineData data;
-  const char* kinds[3] = {"H2D", "kernel", "D2H"};
-  for (const Slice& s : slices) {
-    data.rows.push_back("device " + std::to_string(s.device));
-    const double shift = s.host_start_ms - slices.front().host_start_ms;
-    for (int stage = 0; stage < 3; ++stage)
-      data.spans.push_back({static_cast<int>(data.rows.size()) - 1, kinds[stage], "",
-                            shift + between(s, 0, stage), shift + between(s, 0, stage + 1)});
-  }
-  return data;
-}
 }  // namespace lab
