@@ -16,7 +16,7 @@
 #include "cuda_streams/device_clock.cuh"
 #include "multi_device_lab.cuh"  // cuda_streams.hpp, the flags and the machinery
 
-using lab::Context, lab::CurrentDevice, lab::kBlock, lab::between;
+using lab::Context, lab::CurrentDevice, lab::kBlock, lab::between, lab::kRepeats, lab::kWarmup;
 
 // Holds its stream for a fixed time, whatever the clocks: stands for "a producer that is busy".
 __global__ void spin_kernel(unsigned long long duration_ns) {
@@ -190,27 +190,8 @@ void part_foreign_stream(const Context& ctx) {
 }
 
 // Part 4: one job, one slice and one stream per device, all issued from one host thread
-double run_split(std::vector<lab::Slice>& slices, lab::JobData& job, int steps) {
-  const double begin = cs::host_now_ms();
-  for (lab::Slice& s : slices) {    // core: split (15 lines)
-    CurrentDevice scope(s.device);  // a launch must go to a stream of the current device
-    const std::size_t bytes = s.count * sizeof(std::uint32_t);
-    s.host_start_ms = cs::host_now_ms();
-    CS_CHECK(cudaEventRecord(s.marks[0], s.stream));
-    CS_CHECK(cudaMemcpyAsync(s.in, job.in + s.offset, bytes, cudaMemcpyHostToDevice, s.stream));
-    CS_CHECK(cudaEventRecord(s.marks[1], s.stream));
-    lcg_steps_kernel<<<lab::grid_for(s.device, s.count), kBlock, 0, s.stream>>>(
-        s.in, s.out, s.count, lab::kLcgA, lab::kLcgC, steps);
-    CS_CHECK_LAUNCH();
-    CS_CHECK(cudaEventRecord(s.marks[2], s.stream));
-    CS_CHECK(cudaMemcpyAsync(job.out + s.offset, s.out, bytes, cudaMemcpyDeviceToHost, s.stream));
-    CS_CHECK(cudaEventRecord(s.marks[3], s.stream));
-  }
-  for (lab::Slice& s : slices) CS_CHECK(cudaStreamSynchronize(s.stream));
-  return cs::host_now_ms() - begin;
-}
-
-// A slice per device, each with its stream, buffers and events made there; then the timed runs.
+// A slice per device, each with its stream, buffers and events made there; then the runs, each
+// issued to every device before it waits for any: kWarmup warm-up runs (r < 0), then the timed.
 lab::Split time_split(const std::vector<int>& devices, lab::JobData& job, int steps) {
   std::vector<lab::Slice> slices;
   for (std::size_t k = 0, offset = 0; k < devices.size(); ++k) {
@@ -224,10 +205,26 @@ lab::Split time_split(const std::vector<int>& devices, lab::JobData& job, int st
     slices.push_back(s);
   }
   std::fill(job.out, job.out + job.n, 0u);
-  for (int i = 0; i < lab::kWarmup; ++i) run_split(slices, job, steps);
   std::vector<double> totals, shares;  // host clock; the kernels' share of the devices' times
-  for (int r = 0; r < lab::kRepeats; ++r) {
-    totals.push_back(run_split(slices, job, steps));
+  for (int r = -kWarmup; r < kRepeats; ++r) {
+    const double begin = cs::host_now_ms();
+    for (lab::Slice& s : slices) {    // core: split (15 lines)
+      CurrentDevice scope(s.device);  // a launch must go to a stream of the current device
+      const std::size_t bytes = s.count * sizeof(std::uint32_t);
+      s.host_start_ms = cs::host_now_ms();
+      CS_CHECK(cudaEventRecord(s.marks[0], s.stream));
+      CS_CHECK(cudaMemcpyAsync(s.in, job.in + s.offset, bytes, cudaMemcpyHostToDevice, s.stream));
+      CS_CHECK(cudaEventRecord(s.marks[1], s.stream));
+      lcg_steps_kernel<<<lab::grid_for(s.device, s.count), kBlock, 0, s.stream>>>(
+          s.in, s.out, s.count, lab::kLcgA, lab::kLcgC, steps);
+      CS_CHECK_LAUNCH();
+      CS_CHECK(cudaEventRecord(s.marks[2], s.stream));
+      CS_CHECK(cudaMemcpyAsync(job.out + s.offset, s.out, bytes, cudaMemcpyDeviceToHost, s.stream));
+      CS_CHECK(cudaEventRecord(s.marks[3], s.stream));
+    }
+    for (lab::Slice& s : slices) CS_CHECK(cudaStreamSynchronize(s.stream));
+    if (r < 0) continue;  // a warm-up run
+    totals.push_back(cs::host_now_ms() - begin);
     double kernels = 0, all = 0;
     for (lab::Slice& s : slices)  // the whole slice, then its kernel
       s.ms.push_back(between(s, 0, 3)), kernels += between(s, 1, 2), all += s.ms.back();
@@ -300,8 +297,7 @@ double peer_pair(std::array<int, 2> dev, bool timed) {
       CS_CHECK(cudaMemcpyPeerAsync(dst[1 - k], dev[1 - k], src[k], dev[k], bytes, stream[k]));
     };
     if (!timed) copy();
-    const double ms =
-        timed ? cs::time_on_stream_ms(stream[k], lab::kWarmup, lab::kRepeats, copy).median : 0;
+    const double ms = timed ? cs::time_on_stream_ms(stream[k], kWarmup, kRepeats, copy).median : 0;
     gbps[k] = ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0;
     CS_CHECK(cudaStreamSynchronize(stream[k]));
   }
@@ -328,10 +324,9 @@ double peer_pair(std::array<int, 2> dev, bool timed) {
 void part_peer(const Context& ctx) {
   if (!ctx.skip_two.empty()) return cs::check_skipped("peer", ctx.skip_two);
   double slowest = 1e30;
-  for (std::size_t i = 0; i < ctx.devices.size(); ++i)
-    for (std::size_t j = i + 1; j < ctx.devices.size(); ++j)
-      slowest =
-          std::min(slowest, peer_pair({ctx.devices[i], ctx.devices[j]}, !ctx.common.no_timing));
+  for (auto a = ctx.devices.begin(); a != ctx.devices.end(); ++a)  // every pair, in the given order
+    for (auto b = a + 1; b != ctx.devices.end(); ++b)
+      slowest = std::min(slowest, peer_pair({*a, *b}, !ctx.common.no_timing));
   // Even staged through host memory, a 64 MiB copy runs at several GB/s over PCIe.
   constexpr double kPeerGbpsMin = 1.0;
   cs::check_or_skip(ctx.common.timing_skip_reason(), "peer_bandwidth", slowest,
@@ -407,8 +402,7 @@ void part_scaling(const Context& ctx, lab::JobData& job) {
 
 int main(int argc, char** argv) {
   Context ctx;  // --devices, --elements, --steps, --no-invalid-calls, and what the machine has
-  cs::Options options("06_multi_device",
-                      "Several devices: ownership, a split job, peer copies, cross-device events.");
+  cs::Options options("06_multi_device", "Several GPUs: ownership, split, peer copies, events.");
   cs::Parts parts(options,
                   {{"enumerate", "the devices of this machine, and one that does not exist"},
                    {"ownership", "streams and memory belong to the device current at creation"},

@@ -56,11 +56,9 @@ inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int 
           join(ctx.devices).c_str(), d, count, count == 1 ? "" : "s", count - 1));
   if (ctx.devices.empty())
     for (int d = 0; d < count; ++d) ctx.devices.push_back(d);
-  // Distinct devices of this machine: fewer than 2 selected means 1 (or the machine has just 1).
-  if (count < 2)
-    ctx.skip_two = cs::format("needs 2 devices, this machine has %d", count);
-  else if (ctx.devices.size() < 2)
-    ctx.skip_two = "needs 2 devices, --devices selects 1";
+  // Distinct devices of this machine: fewer than 2 selected is 1; a one-GPU machine is the reason.
+  if (ctx.devices.size() < 2) ctx.skip_two = "needs 2 devices, --devices selects 1";
+  if (count < 2) ctx.skip_two = cs::format("needs 2 devices, this machine has %d", count);
   if (needs_two && !ctx.skip_two.empty()) cs::usage_error("--part " + part + " " + ctx.skip_two);
   std::printf("Devices used: %s of %d\n", join(ctx.devices).c_str(), count);
 }
