@@ -274,7 +274,7 @@ double peer_pair(std::array<int, 2> dev, bool timed) {
   cudaStream_t stream[2] = {};
   std::uint32_t *src[2] = {}, *dst[2] = {};
   double gbps[2] = {0, 0};
-  for (int k = 0; k < 2; ++k) {  // core: peer (28 lines)
+  for (int k = 0; k < 2; ++k) {  // core: peer (27 lines)
     CS_CHECK(cudaDeviceCanAccessPeer(&can[k], dev[k], dev[1 - k]));
     CurrentDevice scope(dev[k]);
     if (can[k]) {  // map the other device's memory; enabling twice is harmless but an error
