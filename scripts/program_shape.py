@@ -43,7 +43,6 @@ HEADER_MAX = 200
 READING_ALLOWANCES = {
     "02_default_vs_custom_streams": (500, 0.146, 200),
     "04_pinned_async_pipeline": (723, 0.146, 538),
-    "06_multi_device": (522, 0.185, 200),
     "11_pytorch_streams": (694, 0.119, 438),
 }
 RATCHET_SLACK_LINES = 10  # an allowance this far above what a chapter reads is out of date

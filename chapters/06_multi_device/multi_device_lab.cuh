@@ -1,5 +1,5 @@
 // Chapter 06's machinery, which a reader may skip: the flags, which devices the parts use, the
-// scoped current device, the job's pinned arrays and CPU reference, the split job's timeline.
+// scoped current device, the job's pinned arrays and CPU reference, the split job's slices.
 #pragma once
 
 #include <algorithm>
@@ -10,9 +10,6 @@
 #include <vector>
 
 #include "cuda_streams.hpp"
-#if CUDART_VERSION < 12080
-#error "chapter 06 needs CUDA 12.8 or newer: it asks streams for their device (cudaStreamGetDevice)"
-#endif
 
 namespace lab {
 constexpr int kBlock = 256, kWarmup = 1, kRepeats = 5;  // warm-up runs, then timed runs (median)
@@ -24,12 +21,12 @@ struct Context {
   std::size_t elements = 8u << 20;
   int steps = 16384;
   bool no_invalid_calls = false;  // --no-invalid-calls: leave out the deliberate errors
-  int machine_devices = 0;        // what cudaGetDeviceCount reports
+  std::string skip_two;  // why the two-device parts are skipped here ("" with 2 devices or more)
   cs::LaunchEnvironment env;
   cs::CommonOptions common;
 };
 
-inline std::string join_ints(const std::vector<int>& values) {
+inline std::string join(const std::vector<int>& values) {
   std::string text;
   for (int value : values) text += (text.empty() ? "" : ",") + std::to_string(value);
   return text;
@@ -37,8 +34,8 @@ inline std::string join_ints(const std::vector<int>& values) {
 
 // The flags, the device, then --devices checked against the machine (none given: every device).
 inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int argc, char** argv) {
-  flags.add_int_list("devices", &ctx.devices, 0, 1023,  // 1023: before asking CUDA
-                     "the devices to split the job over, e.g. 0,1 (each must exist)");
+  // --devices: 1023 bounds it before CUDA is asked; below, each must be a device of the machine.
+  flags.add_int_list("devices", &ctx.devices, 0, 1023, "the devices to use, e.g. 0,1");
   flags.add_size("elements", &ctx.elements, 1024, 1ull << 28, "elements of the split job");
   flags.add_int("steps", &ctx.steps, 1, 1 << 20, "LCG steps per element (the job's arithmetic)");
   flags.add_flag("no-invalid-calls", &ctx.no_invalid_calls, "leave out the deliberate errors");
@@ -48,7 +45,7 @@ inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int 
   cs::select_device(ctx.common.device);
   cs::print_launch_environment(ctx.env);
   const std::string& part = parts.chosen();
-  const int count = ctx.machine_devices = cs::device_count_or_skip();
+  const int count = cs::device_count_or_skip();
   const bool needs_two =
       part == "foreign-stream" || part == "peer" || part == "cross-event" || part == "scaling";
   if (needs_two && count < 2) cs::skip(cs::format("needs 2 devices (this machine has %d)", count));
@@ -56,22 +53,14 @@ inline void setup(Context& ctx, cs::Options& flags, const cs::Parts& parts, int 
     if (d >= count)
       cs::usage_error(cs::format(
           "--devices %s: device %d does not exist; this machine has %d CUDA device%s (0..%d)",
-          join_ints(ctx.devices).c_str(), d, count, count == 1 ? "" : "s", count - 1));
+          join(ctx.devices).c_str(), d, count, count == 1 ? "" : "s", count - 1));
   if (ctx.devices.empty())
     for (int d = 0; d < count; ++d) ctx.devices.push_back(d);
-  if (needs_two && ctx.devices.size() < 2)
-    cs::usage_error(cs::format("--part %s needs 2 devices, but --devices selects %zu", part.c_str(),
-                               ctx.devices.size()));
-  std::printf("Devices used: %s of %d\n", join_ints(ctx.devices).c_str(), count);
-}
-
-// Whether a two-device part can run; inside --part all it prints why it is skipped.
-inline bool have_two_devices(const Context& ctx, const char* part) {
-  const int have = ctx.machine_devices, selected = static_cast<int>(ctx.devices.size());
-  if (have < 2) cs::check_skipped(part, cs::format("needs 2 devices, this machine has %d", have));
-  if (have >= 2 && selected < 2)
-    cs::check_skipped(part, cs::format("needs 2 devices, --devices selects %d", selected));
-  return have >= 2 && selected >= 2;
+  // Distinct devices of this machine: fewer than 2 selected is 1; a one-GPU machine is the reason.
+  if (ctx.devices.size() < 2) ctx.skip_two = "needs 2 devices, --devices selects 1";
+  if (count < 2) ctx.skip_two = cs::format("needs 2 devices, this machine has %d", count);
+  if (needs_two && !ctx.skip_two.empty()) cs::usage_error("--part " + part + " " + ctx.skip_two);
+  std::printf("Devices used: %s of %d\n", join(ctx.devices).c_str(), count);
 }
 
 // `with torch.cuda.device(device):` as a C++ scope; part_ownership() writes out its three calls.
@@ -104,8 +93,7 @@ inline void release(int device, std::initializer_list<void*> buffers, cudaStream
 inline int grid_for(int device, std::size_t n) {
   int sms = 0;
   CS_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t wanted = (n + kBlock - 1) / kBlock;
-  return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(wanted, sms * 8ull)));
+  return static_cast<int>(std::min<std::size_t>((n + kBlock - 1) / kBlock, sms * 8ull));  // n > 0
 }
 
 // base, base + 1, ...: what fill_kernel writes, for the peer and cross-event checks.
@@ -161,19 +149,4 @@ struct Split {
   double total_ms = 0, kernel_share = 0;
 };
 
-// The last run, one row per device. Events of different devices cannot be subtracted, so each
-// row is placed by the host time at which its first event was recorded on an idle stream.
-inline cs::TimelineData split_timeline(const std::vector<Slice>& slices) {
-  cs::TimelineData data;
-  const char* kinds[3] = {"H2D", "kernel", "D2H"};
-  for (const Slice& s : slices) {
-    data.rows.push_back("device " + std::to_string(s.device));
-    const double shift = s.host_start_ms - slices.front().host_start_ms;
-    for (int stage = 0; stage < 3; ++stage)
-      data.spans.push_back({static_cast<int>(data.rows.size()) - 1, kinds[stage],
-                            std::to_string(s.count) + " elements", shift + between(s, 0, stage),
-                            shift + between(s, 0, stage + 1)});
-  }
-  return data;
-}
 }  // namespace lab
