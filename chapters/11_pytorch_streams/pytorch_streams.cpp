@@ -14,11 +14,8 @@
 //   build/bin/11_pytorch_streams --help             # every flag
 //   python3 chapters/11_pytorch_streams/pytorch_streams.py   # the same lesson in Python
 //
-// Expect the seeds' results checked against the CPU, their synchronize() inside each block
-// measured at ~2x, the broken examples losing their races next to their fixes, the priority
-// table, and a captured fork/join whose replays match the CPU's results for less issue time; a
-// CHECK line per property, exit status 0 when all pass. pytorch_streams_lab.h (flags, printing,
-// calibration) may be skipped.
+// A CHECK line per property of the seeds' examples, their fixes and the captured fork/join; exit
+// status 0 when all pass. pytorch_streams_lab.h (flags, printing, calibration) may be skipped.
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -52,13 +49,12 @@ void wait_stream(const CUDAStream& stream, const CUDAStream& producer) {
 
 // Part 1: torch.cuda.current_stream(), torch.cuda.Stream(), `with torch.cuda.stream(s)`
 void part_streams() {
-  const CUDAStream default_stream = c10::cuda::getDefaultCUDAStream();  // core: streams (16 lines)
+  const CUDAStream default_stream = c10::cuda::getDefaultCUDAStream();  // core: streams (15 lines)
   const CUDAStream current = c10::cuda::getCurrentCUDAStream();
   const CUDAStream custom = c10::cuda::getStreamFromPool();
   unsigned int flags = 0;
   CS_CHECK(cudaStreamGetFlags(custom.stream(), &flags));
   const bool non_blocking = (flags & cudaStreamNonBlocking) != 0;
-  lab::print_streams(current.stream(), custom.stream(), non_blocking);
   cs::check_that("current_is_default", current == default_stream,
                  "before any guard the current stream is the default stream (cudaStream_t 0)");
   cs::check_that("pool_stream_non_blocking", non_blocking,
@@ -160,7 +156,8 @@ void part_serialize(const lab::Flags& f, const lab::Spinner& spinner, bool concu
   if (common.no_timing) return cs::check_skipped("seed_sync_serializes", "--no-timing was given");
   const cs::Stats seed_ms = cs::time_device_ms(1, f.repeats, [&] { seed(nullptr); });
   const cs::Stats fixed_ms = cs::time_device_ms(1, f.repeats, [&] { fixed(nullptr); });
-  lab::print_serialize_times(f, seed_ms.median, fixed_ms.median);
+  std::printf("  seed %.2f ms, fixed %.2f ms (median of %d runs, %d ms spins)\n", seed_ms.median,
+              fixed_ms.median, f.repeats, f.spin_ms);
   // Two equal spins take one spin's time when the streams overlap and two when the seed
   // serializes them (~2x); 1.5x leaves room for launch and synchronization costs.
   constexpr double kSerializationRatio = 1.5;
@@ -223,7 +220,6 @@ void part_race(const lab::Spinner& spinner, const cs::LaunchEnvironment& env,
   normal_then_sum(s, true, spinner);
   const lab::RaceOutcome broken = normal_then_sum(s, false, spinner);
   const lab::RaceOutcome fixed = normal_then_sum(s, true, spinner);
-  lab::print_race(broken, fixed);
   const bool lost = !lab::close_to(broken.got, broken.want, kSumTolerance);
   // Under CUDA_LAUNCH_BLOCKING=1 the spin and normal_() finish before the host issues sum().
   const std::string skip = lab::race_skip_reason(lost, env, common, "the race is lost",
@@ -265,7 +261,6 @@ void part_record(const lab::Spinner& spinner, const cs::LaunchEnvironment& env,
   free_while_in_use(side, true, spinner);  // loads the kernels
   const lab::ReuseOutcome broken = free_while_in_use(side, false, spinner);
   const lab::ReuseOutcome fixed = free_while_in_use(side, true, spinner);
-  lab::print_reuse(broken, fixed);
   const bool shown = !lab::close_to(broken.got, broken.want, kSumTolerance);
   // Under CUDA_LAUNCH_BLOCKING=1 the slow sum() finishes before the host frees A.
   const std::string skip = lab::race_skip_reason(shown, env, common, "the overwrite wins",
@@ -291,7 +286,10 @@ void part_priorities() {
   std::printf("  cudaDeviceGetStreamPriorityRange: least %d, greatest %d\n", least, greatest);
   if (greatest == least) return cs::check_skipped("priority_mapping", "a single priority");
   const auto [torch_least, torch_greatest] = CUDAStream::priority_range();
-  lab::print_priority_header(torch_least, torch_greatest);
+  std::printf(
+      "  CUDAStream::priority_range() (torch.cuda.Stream.priority_range()): %d .. %d\n\n"
+      "  %-38s %-38s %s\n",
+      torch_least, torch_greatest, "Python", "C++", "cudaStreamGetPriority");
   bool all_match = true;                         // core: priorities (10 lines)
   for (int p = least; p >= greatest - 1; --p) {  // one past the device's greatest
     all_match &= lab::priority_row(cs::format("torch.cuda.Stream(priority=%d)", p),
@@ -302,7 +300,6 @@ void part_priorities() {
                                  c10::cuda::getStreamFromPool(true), torch_greatest);
   all_match &= lab::priority_row("", "getStreamFromPool(false) (low)",
                                  c10::cuda::getStreamFromPool(false), torch_least);
-  lab::print_positive_priority(least + 1);  // getStreamFromPool(1): refused or accepted
   const int pools = torch_least - torch_greatest + 1, levels = least - greatest + 1;
   cs::check_that("priority_mapping", all_match,
                  cs::format("each pool stream's priority is max(p, %d): PyTorch keeps pools for "
@@ -324,7 +321,6 @@ void part_devices(int ordinal) {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(ordinal));  // torch.cuda.device(k)
     CS_CHECK(cudaGetDevice(&current));
   }
-  lab::print_devices({{"x", &x}, {"y", &y}, {"y2", &y2}, {"z", &z}});
   bool all_here = current == ordinal;
   for (const torch::Tensor* t : {&x, &y, &y2, &z}) all_here &= t->get_device() == ordinal;
   cs::check_that("tensors_on_current_device", all_here,
@@ -393,12 +389,15 @@ void part_capture(int replays, const cs::LaunchEnvironment& env, const cs::Commo
   replay_and_compare("graph_replay_matches_eager");
   x.copy_(torch::rand({kElements}, cuda_floats()));  // new values in the same memory
   replay_and_compare("graph_replay_reads_new_input");
-  const std::string skip = lab::capture_skip_reason(common, replays);  // --no-timing, too few
+  const std::string skip =  // --no-timing, or too few replays for one sync per batch to vanish
+      cs::first_reason({common.timing_skip_reason(), replays < 20 ? "fewer than 20 replays" : ""});
   if (common.no_timing) return cs::check_skipped("graph_replay_speedup", skip);  // nothing timed
   c10::cuda::CUDAStreamGuard guard(capture);
   const double eager_ms = lab::per_iteration_ms(replays, 5, [&] { (void)fork_join(x, side); });
   const double replay_ms = lab::per_iteration_ms(replays, 5, [&] { graph.replay(); });
-  lab::print_capture_costs(4 * kStepsPerBranch + 1, replays, eager_ms, replay_ms);
+  std::printf("  %d kernels, %d iterations, median of 5 runs: eager %s, replay %s per iteration\n",
+              4 * kStepsPerBranch + 1, replays, cs::format_ms(eager_ms).c_str(),
+              cs::format_ms(replay_ms).c_str());
   // A replay is one cudaGraphLaunch for all the kernels, against one dispatch and launch per op:
   // at least 1.5x cheaper for kernels this small. Under CUDA_LAUNCH_BLOCKING=1 both wait for the
   // GPU at every launch; the program then claims only that the replay is no slower.
@@ -433,7 +432,9 @@ int main(int argc, char** argv) {
     if (f.multi_device) return lab::multi_device_seed();  // only the seed's devices 1 and 2
     lab::require_matrix_fits(f.matrix);  // exit 2 when --matrix cannot fit on the device
     const lab::Spinner spinner(c10::cuda::getStreamFromPool(), f.spin_ms);
-    lab::print_setup(spinner);  // the PyTorch version; the spinner's cycles per ms
+    std::printf("PyTorch %s (C++ API), %d device(s); at::cuda::sleep spins %.0f cycles per ms\n",
+                TORCH_VERSION, static_cast<int>(torch::cuda::device_count()),
+                spinner.cycles_per_ms());
     if (parts.begin("streams")) part_streams();
     if (parts.begin("seeds")) part_seeds();
     if (parts.begin("serialize")) {

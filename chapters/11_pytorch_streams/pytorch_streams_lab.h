@@ -56,19 +56,6 @@ inline void require_matrix_fits(int matrix) {
                              cs::format("--matrix %d", matrix));
 }
 
-inline std::string handle_text(cudaStream_t stream) {
-  return stream ? cs::format("%p", static_cast<void*>(stream)) : "0 (the legacy default stream)";
-}
-
-// Part 1's two streams, as Python and C++ name them.
-inline void print_streams(cudaStream_t current, cudaStream_t custom, bool non_blocking) {
-  std::printf("  torch.cuda.current_stream() = getCurrentCUDAStream(): cudaStream_t %s\n",
-              handle_text(current).c_str());
-  std::printf("  torch.cuda.Stream()         = getStreamFromPool():    cudaStream_t %s, flags %s\n",
-              handle_text(custom).c_str(),
-              non_blocking ? "cudaStreamNonBlocking" : "cudaStreamDefault");
-}
-
 // Python's repr of a one-dimensional integer tensor: "tensor([6, 6], device='cuda:0')".
 inline std::string python_repr(const torch::Tensor& tensor) {
   const torch::Tensor host = tensor.cpu().to(torch::kInt64).contiguous();
@@ -87,11 +74,6 @@ inline std::string python_size(const torch::Tensor& tensor) {
     text += (i ? ", " : "") + std::to_string(tensor.sizes()[i]);
   }
   return text + "])";
-}
-
-// Python's repr of a device, e.g. "device(type='cuda', index=1)".
-inline std::string python_device(const torch::Device& device) {
-  return "device(type='cuda', index=" + std::to_string(device.index()) + ")";
 }
 
 inline std::vector<double> host_values(const torch::Tensor& tensor) {
@@ -145,12 +127,6 @@ struct RaceOutcome {
   double got = 0, want = 0, stale = 0;  // sum() returned; sum of A on the CPU; of A's old ones
 };
 
-inline void print_race(const RaceOutcome& broken, const RaceOutcome& fixed) {
-  constexpr const char* kRow = "  %-23s sum() = %12.4f, sum of A = %12.4f\n";
-  std::printf(kRow, "seed (no wait):", broken.got, broken.want);
-  std::printf(kRow, "fixed (s.wait_stream):", fixed.got, fixed.want);
-}
-
 // torch.cuda.empty_cache() (no cached block of the default stream competes with part 6's A),
 // then blocks cached for @p side again (no cudaMalloc falls between the two streams' work).
 inline void fresh_cache(const c10::cuda::CUDAStream& side, int64_t elements) {
@@ -166,13 +142,6 @@ struct ReuseOutcome {
   bool reused = false;       // whether the next tensor received A's memory at once
   bool reader_busy = false;  // whether sum() was still queued on the side stream when A was freed
 };
-
-inline void print_reuse(const ReuseOutcome& broken, const ReuseOutcome& fixed) {
-  for (const auto& [name, r] : {std::pair{"without", broken}, std::pair{"with   ", fixed}}) {
-    std::printf("  %s record_stream: next tensor got A's memory: %-3s  sum() = %.0f (want %.0f)\n",
-                name, r.reused ? "yes" : "no", r.got, r.want);
-  }
-}
 
 // Why fixed_record_stream cannot show record_stream at work: nothing was left to wait for.
 inline std::string reader_done_reason(const cs::LaunchEnvironment& env) {
@@ -251,14 +220,6 @@ inline void check_shown_or_skip(const std::string& name, bool shown, const std::
   check_that_or_skip(skip, name, shown, what);
 }
 
-// The two timings of part 3.
-inline void print_serialize_times(const Flags& f, double seed_ms, double fixed_ms) {
-  std::printf("  each block spins %d ms before its multiply (median of %d runs):\n", f.spin_ms,
-              f.repeats);
-  std::printf("    synchronize() inside each block (the seed) %8.2f ms\n", seed_ms);
-  std::printf("    synchronize() once after both blocks       %8.2f ms\n", fixed_ms);
-}
-
 // Why seed_sync_serializes cannot hold in this run, or "": --no-timing, a device without
 // concurrent kernels, CUDA_LAUNCH_BLOCKING=1 or one hardware queue (the fix serializes too).
 inline std::string serialize_skip_reason(const cs::LaunchEnvironment& env, bool concurrent_kernels,
@@ -287,69 +248,6 @@ inline void print_serialize_setting(const cs::LaunchEnvironment& env) {
   }
 }
 
-// PyTorch's own priority range, and the priority table's heading.
-inline void print_priority_header(int torch_least, int torch_greatest) {
-  std::printf("  CUDAStream::priority_range() (torch.cuda.Stream.priority_range()): %d .. %d\n",
-              torch_least, torch_greatest);
-  std::printf("\n  %-38s %-38s %s\n", "Python", "C++", "cudaStreamGetPriority");
-}
-
-// Prints whether PyTorch accepts a priority above the device's least (a positive one).
-inline void print_positive_priority(int priority) {
-  try {
-    const c10::cuda::CUDAStream positive = c10::cuda::getStreamFromPool(priority);
-    std::printf("  getStreamFromPool(%d) was accepted (cudaStreamGetPriority %d)\n", priority,
-                positive.priority());
-  } catch (const c10::Error& error) {
-    const std::string message = error.what_without_backtrace();
-    std::printf("  getStreamFromPool(%d) is refused: %s\n", priority,
-                message.substr(0, message.find('\n')).c_str());
-  }
-}
-
-// Each tensor's device, as Python prints it, on one line.
-inline void print_devices(
-    std::initializer_list<std::pair<const char*, const torch::Tensor*>> tensors) {
-  std::string line;
-  for (const auto& [name, t] : tensors) {
-    line += cs::format("%s%s.device = %s", line.empty() ? "" : ", ", name,
-                       python_device(t->device()).c_str());
-  }
-  std::printf("  %s\n", line.c_str());
-}
-
-// The tensors and facts of the seed's multi-device example.
-struct MultiDeviceSeed {
-  torch::Tensor x, y, a, b, b2, c, z, d, e;
-  int far = 1;              // the seed's GPU 2, or GPU 1 on a two-GPU machine
-  int current_inside = -1;  // cudaGetDevice inside CUDAGuard(1)
-  int stream_device = -1;   // the device of getStreamFromPool() inside the guard
-};
-
-inline void report_multi_device(const MultiDeviceSeed& r) {
-  const std::vector<std::pair<const char*, const torch::Tensor*>> shown = {
-      {"x", &r.x}, {"y", &r.y}, {"a", &r.a}, {"b", &r.b}, {"b2", &r.b2},
-      {"c", &r.c}, {"z", &r.z}, {"d", &r.d}, {"e", &r.e}};
-  for (const auto& [name, t] : shown) {
-    std::printf("  %-3s.device = %s\n", name, python_device(t->device()).c_str());
-  }
-  cs::check_that("device_guard_sets_device", r.current_inside == 1,
-                 cs::format("inside CUDAGuard(1) cudaGetDevice returned %d", r.current_inside));
-  cs::check_that("seed_tensors_on_gpu1",
-                 r.a.get_device() == 1 && r.b.get_device() == 1 && r.b2.get_device() == 1 &&
-                     r.c.get_device() == 1,
-                 "a, b, b2 and c = a + b are on GPU 1");
-  cs::check_that("seed_z_stays_on_gpu0", r.x.get_device() == 0 && r.z.get_device() == 0,
-                 "z = x + y is on GPU 0 even inside the guard");
-  cs::check_that("seed_explicit_device", r.d.get_device() == r.far && r.e.get_device() == r.far,
-                 cs::format("d and e are on GPU %d as their device says", r.far));
-  cs::check_that(
-      "pool_stream_of_current_device", r.stream_device == 1,
-      cs::format("getStreamFromPool() inside the guard gave a stream of GPU %d", r.stream_device));
-  cs::verify("seed_c_equals_a_plus_b", host_values(r.c), host_values(r.a.cpu() + r.b.cpu()));
-  cs::verify("seed_z_equals_x_plus_y", host_values(r.z), host_values(r.x.cpu() + r.y.cpu()));
-}
-
 // The capture part's checks, skipped where the capture itself failed under CUDA_LAUNCH_BLOCKING=1.
 inline void skip_capture_checks(const c10::Error& error) {
   const std::string message = error.what_without_backtrace();
@@ -370,52 +268,47 @@ inline torch::Tensor fork_join_on_cpu(const torch::Tensor& x, int steps) {
   return left + right;
 }
 
-// Why graph_replay_speedup is not claimed ("" if it is): --no-timing, or under 20 replays (one
-// synchronize after each batch then weighs too much on the time per iteration).
-inline std::string capture_skip_reason(const cs::CommonOptions& common, int replays) {
-  return cs::first_reason(
-      {common.timing_skip_reason(), replays < 20 ? "fewer than 20 replays" : ""});
-}
-
-inline void print_capture_costs(int kernels, int iterations, double eager_ms, double replay_ms) {
-  std::printf("  %d kernels on two streams, %d iterations back to back (median of 5 runs):\n",
-              kernels, iterations);
-  std::printf("    eager issue, op by op      %s per iteration\n", cs::format_ms(eager_ms).c_str());
-  std::printf("    CUDAGraph::replay()        %s per iteration\n",
-              cs::format_ms(replay_ms).c_str());
-}
-
 // The seed's multi-device example (torch.cuda.device(1), cuda2 = torch.device('cuda:2')); 77 on 1.
 inline void multi_device_seed() {
   cs::require_devices(2, "--multi-device (the seed's torch.cuda.device(1) example)");
-  MultiDeviceSeed r;
-  r.far = torch::cuda::device_count() > 2 ? 2 : 1;  // the seed's GPU 2, or GPU 1 on two GPUs
+  torch::Tensor x, y, a, b, b2, c, z, d, e;
+  int current_inside = -1;  // cudaGetDevice inside CUDAGuard(1)
+  int stream_device = -1;   // the device of getStreamFromPool() inside the guard
+  // The seed's GPU 2, or GPU 1 on a two-GPU machine.
+  const int far = torch::cuda::device_count() > 2 ? 2 : 1;
   const auto doubles = torch::TensorOptions().dtype(torch::kFloat64);
   const torch::Device cuda(torch::kCUDA);
-  const torch::Device cuda2(torch::kCUDA, static_cast<c10::DeviceIndex>(r.far));
+  const torch::Device cuda2(torch::kCUDA, static_cast<c10::DeviceIndex>(far));
   CS_CHECK(cudaSetDevice(0));
-  r.x = torch::tensor({1.0, 2.0}, doubles.device(torch::Device("cuda:0")));
-  r.y = torch::tensor({1.0, 2.0}, doubles).cuda();
+  x = torch::tensor({1.0, 2.0}, doubles.device(torch::Device("cuda:0")));
+  y = torch::tensor({1.0, 2.0}, doubles).cuda();
   {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(1));  // with torch.cuda.device(1):
-    CS_CHECK(cudaGetDevice(&r.current_inside));
-    r.a = torch::tensor({1.0, 2.0}, doubles.device(cuda));  // allocates a tensor on GPU 1
-    r.b = torch::tensor({1.0, 2.0}, doubles).cuda();        // transfers a tensor from CPU to GPU 1
-    r.b2 = torch::tensor({1.0, 2.0}, doubles).to(cuda);
-    r.c = r.a + r.b;  // on GPU 1
-    r.z = r.x + r.y;  // on GPU 0: an operation runs where its tensors are
-    r.d = torch::randn({2}, doubles.device(cuda2));
-    r.e = torch::randn({2}, doubles).to(cuda2);
-    r.stream_device = c10::cuda::getStreamFromPool().device_index();  // a stream of GPU 1
+    CS_CHECK(cudaGetDevice(&current_inside));
+    a = torch::tensor({1.0, 2.0}, doubles.device(cuda));  // allocates a tensor on GPU 1
+    b = torch::tensor({1.0, 2.0}, doubles).cuda();        // transfers a tensor from CPU to GPU 1
+    b2 = torch::tensor({1.0, 2.0}, doubles).to(cuda);
+    c = a + b;  // on GPU 1
+    z = x + y;  // on GPU 0: an operation runs where its tensors are
+    d = torch::randn({2}, doubles.device(cuda2));
+    e = torch::randn({2}, doubles).to(cuda2);
+    stream_device = c10::cuda::getStreamFromPool().device_index();  // a stream of GPU 1
   }
-  report_multi_device(r);  // each tensor's device, and the CHECK lines
-}
-
-// The PyTorch version and the spinner's calibration, printed once before the parts.
-inline void print_setup(const Spinner& spinner) {
-  std::printf("PyTorch %s (C++ API), %d device(s) visible to torch\n", TORCH_VERSION,
-              static_cast<int>(torch::cuda::device_count()));
-  std::printf("at::cuda::sleep spins %.0f cycles per ms on this device\n", spinner.cycles_per_ms());
+  cs::check_that("device_guard_sets_device", current_inside == 1,
+                 cs::format("inside CUDAGuard(1) cudaGetDevice returned %d", current_inside));
+  cs::check_that(
+      "seed_tensors_on_gpu1",
+      a.get_device() == 1 && b.get_device() == 1 && b2.get_device() == 1 && c.get_device() == 1,
+      "a, b, b2 and c = a + b are on GPU 1");
+  cs::check_that("seed_z_stays_on_gpu0", x.get_device() == 0 && z.get_device() == 0,
+                 "z = x + y is on GPU 0 even inside the guard");
+  cs::check_that("seed_explicit_device", d.get_device() == far && e.get_device() == far,
+                 cs::format("d and e are on GPU %d as their device says", far));
+  cs::check_that(
+      "pool_stream_of_current_device", stream_device == 1,
+      cs::format("getStreamFromPool() inside the guard gave a stream of GPU %d", stream_device));
+  cs::verify("seed_c_equals_a_plus_b", host_values(c), host_values(a.cpu() + b.cpu()));
+  cs::verify("seed_z_equals_x_plus_y", host_values(z), host_values(x.cpu() + y.cpu()));
 }
 
 // Runs the parts; a PyTorch or C++ exception becomes "error: ..." and the failure exit status.
