@@ -23,6 +23,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <set>
 

@@ -11,7 +11,6 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,7 +19,6 @@
 #include <exception>
 #include <initializer_list>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "cuda_streams.hpp"
