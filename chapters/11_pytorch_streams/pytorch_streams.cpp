@@ -11,7 +11,6 @@
 //   (there is no plain nvcc line: the program is host C++ linked against libtorch)
 //   build/bin/11_pytorch_streams --part capture     # one part: streams, seeds, serialize, ...
 //   build/bin/11_pytorch_streams --multi-device     # the seed's torch.cuda.device(1) example
-//   build/bin/11_pytorch_streams --help             # every flag
 //   python3 chapters/11_pytorch_streams/pytorch_streams.py   # the same lesson in Python
 //
 // A CHECK line per property of the seeds' examples, their fixes and the captured fork/join; exit
