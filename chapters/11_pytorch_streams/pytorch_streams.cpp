@@ -1,6 +1,5 @@
-// Chapter 11: the seeds' PyTorch stream examples, written against the PyTorch C++ API. Each
-// torch.cuda idiom is a thin layer over the CUDA calls of earlier chapters; the lesson's README
-// has the table. Needs libtorch (chapter 11 is skipped where CMake cannot find it):
+// Chapter 11: the seeds' PyTorch stream examples through the PyTorch C++ API, each torch.cuda
+// idiom a thin layer over earlier chapters' CUDA calls. Needs libtorch (else CMake skips it):
 //   cmake --preset default && cmake --build --preset default && build/bin/11_pytorch_streams
 //   build/bin/11_pytorch_streams --part capture     # one part: streams, seeds, serialize, ...
 //   python3 chapters/11_pytorch_streams/pytorch_streams.py   # the same lesson in Python
@@ -104,8 +103,7 @@ void part_seeds() {
   cs::verify("seed_t1_times_t2", lab::host_values(product), lab::host_values(t1.cpu() * t2.cpu()));
 }
 
-// Part 3: res1 = t1 * 2 and res2 = t2 * 3 on two streams, synchronize() inside each block or once.
-// One block, `with torch.cuda.stream(s):`, waits for the inputs, works slowly, returns t * factor.
+// Part 3: res1 = t1 * 2 and res2 = t2 * 3 on two streams, synchronize() inside each block or once
 torch::Tensor scaled_in_stream(const CUDAStream& stream, const torch::Tensor& input, double factor,
                                int64_t spin, cs::Timeline* timeline, const std::string& row) {
   wait_stream(stream, c10::cuda::getCurrentCUDAStream());  // the inputs' stream, before the guard
@@ -116,11 +114,11 @@ torch::Tensor scaled_in_stream(const CUDAStream& stream, const torch::Tensor& in
   return input * factor;
 }
 
-void part_serialize(const lab::Flags& f, int64_t spin, bool concurrent_kernels,
+void part_serialize(int matrix, int repeats, int spin_ms, int64_t spin, bool concurrent_kernels,
                     const cs::LaunchEnvironment& env, const cs::CommonOptions& common) {
   torch::manual_seed(0);
-  const torch::Tensor t1 = torch::randn({f.matrix, f.matrix}, torch::kCUDA);  // device='cuda'
-  const torch::Tensor t2 = torch::randn({f.matrix, f.matrix}, torch::kCUDA);
+  const torch::Tensor t1 = torch::randn({matrix, matrix}, torch::kCUDA);  // device='cuda'
+  const torch::Tensor t2 = torch::randn({matrix, matrix}, torch::kCUDA);
   const CUDAStream stream1 = c10::cuda::getStreamFromPool();
   const CUDAStream stream2 = c10::cuda::getStreamFromPool();
   torch::Tensor res1, res2;                  // core: serialize (13 lines)
@@ -151,11 +149,10 @@ void part_serialize(const lab::Flags& f, int64_t spin, bool concurrent_kernels,
   cs::publish_timeline(timeline.collect(), common,
                        "synchronize() inside each block (seed) vs once after both (fixed)");
   if (common.no_timing) return cs::check_skipped("seed_sync_serializes", "--no-timing was given");
-  const cs::Stats seed_ms = cs::time_device_ms(1, f.repeats, [&] { seed(nullptr); });
-  const cs::Stats fixed_ms = cs::time_device_ms(1, f.repeats, [&] { fixed(nullptr); });
+  const cs::Stats seed_ms = cs::time_device_ms(1, repeats, [&] { seed(nullptr); });
+  const cs::Stats fixed_ms = cs::time_device_ms(1, repeats, [&] { fixed(nullptr); });
   std::printf("  seed %.2f ms, fixed %.2f ms (median of %d runs, %d ms spins)\n", seed_ms.median,
-              fixed_ms.median, f.repeats, f.spin_ms);
-  // Two equal spins: ~2x when serialized, 1x when they overlap; 1.5x leaves room for launches.
+              fixed_ms.median, repeats, spin_ms);
   const std::string one_queue =
       env.max_connections == 1
           ? "CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits for its spin at the head of "
@@ -332,8 +329,7 @@ void part_devices(int ordinal) {
 
 // Part 9: multistream capture: a fork/join captured with at::cuda::CUDAGraph, replayed
 constexpr int kStepsPerBranch = 8;  // elementwise steps on each stream: 2 kernels each
-// The work: fork onto `side` (it waits for the current stream), a chain of small kernels on each
-// stream, join (the current stream waits for `side`), one kernel that reads both branches.
+// Fork onto `side`, a chain of small kernels on each stream, join, one kernel reading both.
 torch::Tensor fork_join(const torch::Tensor& x, const CUDAStream& side) {
   const CUDAStream current = c10::cuda::getCurrentCUDAStream();
   wait_stream(side, current);  // fork: side.wait_stream(torch.cuda.current_stream())
@@ -380,7 +376,6 @@ void part_capture(int replays, const cs::LaunchEnvironment& env, const cs::Commo
       graph.replay();                        // cudaGraphLaunch(exec, capture)
     }
     capture.synchronize();
-    // The same arithmetic op by op on the CPU in double: float rounding stays near 1e-6.
     const torch::Tensor want = lab::fork_join_on_cpu(x, kStepsPerBranch);
     cs::verify(name, lab::host_values(y), lab::host_values(want), lab::kReplayTolerance);
   };
@@ -400,8 +395,7 @@ void part_capture(int replays, const cs::LaunchEnvironment& env, const cs::Commo
   std::printf("  %d kernels, %d iterations, median of 5 runs: eager %s, replay %s per iteration\n",
               4 * kStepsPerBranch + 1, replays, cs::format_ms(eager_ms).c_str(),
               cs::format_ms(replay_ms).c_str());
-  // One cudaGraphLaunch against a launch per op: 1.5x; under CUDA_LAUNCH_BLOCKING=1 both wait for
-  // the GPU, so only "no slower". Below 20 replays one sync per batch weighs too much.
+  // One graph launch against a launch per op: 1.5x, or "no slower" where every launch blocks.
   cs::check_or_skip(replays < 20 ? "fewer than 20 replays" : "", "graph_replay_speedup",
                     eager_ms / std::max(replay_ms, 1e-6), cs::Compare::at_least,
                     env.launch_blocking ? 1.0 : 1.5, "x",
@@ -409,7 +403,8 @@ void part_capture(int replays, const cs::LaunchEnvironment& env, const cs::Commo
 }
 
 int main(int argc, char** argv) {
-  lab::Flags f;  // --matrix, --spin-ms, --repeats, --replays, --multi-device: see the lab header
+  int matrix = 1000, spin_ms = 10, repeats = 10, replays = 200;  // the flags, by default
+  bool multi_device = false;
   cs::CommonOptions common;
   cs::Options options("11_pytorch_streams",
                       "The seeds' PyTorch stream examples through the PyTorch C++ API.");
@@ -423,28 +418,33 @@ int main(int argc, char** argv) {
                    {"priorities", "torch.cuda.Stream(priority=p) on the device's range"},
                    {"devices", "torch.device and torch.cuda.device"},
                    {"capture", "a fork/join captured with CUDAGraph, replayed"}});
-  lab::add_flags(options, &f);
+  options.add_int("matrix", &matrix, 16, 4096, "side of the seeds' square tensors");
+  options.add_int("spin-ms", &spin_ms, 1, 1000, "ms of at::cuda::sleep standing for slow work");
+  options.add_int("repeats", &repeats, 1, 100, "timed repeats of the two-stream example");
+  options.add_int("replays", &replays, 1, 10000, "iterations timed eagerly and replayed");
+  options.add_flag("multi-device", &multi_device, "run only the seed's 2-device example");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
   const cs::LaunchEnvironment env = cs::launch_environment();  // before the first CUDA call
   const cudaDeviceProp prop = cs::select_device(common.device);
   cs::print_launch_environment(env);
   return lab::run_or_fail([&] {
-    if (f.multi_device) return lab::multi_device_seed();  // only the seed's devices 1 and 2
+    if (multi_device) return lab::multi_device_seed();  // only the seed's devices 1 and 2
     cs::require_fits_on_device(  // exit 2: --matrix N's eight N x N floats (+ PyTorch's) can't fit
-        8 * sizeof(float) * f.matrix * f.matrix + (64u << 20), cs::format("--matrix %d", f.matrix));
+        8 * sizeof(float) * matrix * matrix + (64u << 20), cs::format("--matrix %d", matrix));
     const double cycles_per_ms = sleep_cycles_per_ms(c10::cuda::getStreamFromPool());
-    const int64_t spin = static_cast<int64_t>(f.spin_ms * cycles_per_ms);  // --spin-ms, in cycles
+    const int64_t spin = static_cast<int64_t>(spin_ms * cycles_per_ms);  // --spin-ms, in cycles
     std::printf("PyTorch %s (C++ API), %d device(s); at::cuda::sleep spins %.0f cycles per ms\n",
                 TORCH_VERSION, static_cast<int>(torch::cuda::device_count()), cycles_per_ms);
     if (parts.begin("streams")) part_streams();
     if (parts.begin("seeds")) part_seeds();
-    if (parts.begin("serialize")) part_serialize(f, spin, prop.concurrentKernels, env, common);
-    if (parts.begin("matmul")) part_matmul(f.matrix);
+    if (parts.begin("serialize"))
+      part_serialize(matrix, repeats, spin_ms, spin, prop.concurrentKernels, env, common);
+    if (parts.begin("matmul")) part_matmul(matrix);
     if (parts.begin("race")) part_race(spin, env, common);
     if (parts.begin("record")) part_record(spin, env, common);
     if (parts.begin("priorities")) part_priorities();
     if (parts.begin("devices")) part_devices(common.device);
-    if (parts.begin("capture")) part_capture(f.replays, env, common);
+    if (parts.begin("capture")) part_capture(replays, env, common);
   });
 }

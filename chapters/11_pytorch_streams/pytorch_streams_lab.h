@@ -1,4 +1,4 @@
-// Chapter 11's machinery: flags, Python-style printing of tensors, the words and skip reasons of
+// Chapter 11's machinery: Python-style printing of tensors, the words and skip reasons of
 // the broken examples, part 9's CPU reference and the seed's multi-device example. None of it is
 // the lesson; a reader may skip this file. The PyTorch calls the chapter teaches (streams, guards,
 // events, record_stream, CUDAGraph) are in pytorch_streams.cpp.
@@ -24,23 +24,6 @@
 #include "cuda_streams.hpp"
 
 namespace lab {
-
-// The chapter's flags, with their defaults.
-struct Flags {
-  int matrix = 1000;  // parts serialize and matmul: the seeds' 1000 x 1000 tensors
-  int spin_ms = 10;   // parts serialize, race, record: the slow work
-  int repeats = 10;   // part serialize: timed runs
-  int replays = 200;  // part capture: timed iterations, eager and replayed
-  bool multi_device = false;
-};
-
-inline void add_flags(cs::Options& options, Flags* f) {
-  options.add_int("matrix", &f->matrix, 16, 4096, "side of the seeds' square tensors");
-  options.add_int("spin-ms", &f->spin_ms, 1, 1000, "ms of at::cuda::sleep standing for slow work");
-  options.add_int("repeats", &f->repeats, 1, 100, "timed repeats of the two-stream example");
-  options.add_int("replays", &f->replays, 1, 10000, "iterations timed eagerly and replayed");
-  options.add_flag("multi-device", &f->multi_device, "run only the seed's 2-device example");
-}
 
 inline std::vector<double> host_values(const torch::Tensor& tensor) {
   const torch::Tensor host = tensor.cpu().to(torch::kFloat64).contiguous();
