@@ -1,37 +1,11 @@
 // Chapter 04: pinned memory and the asynchronous copy/compute pipeline
 //
 // A copy and a kernel run at the same time only when they are in different streams and the copy
-// is asynchronous, which needs pinned (page-locked) host memory. This program starts from the
-// CUDA guide's two-stream example and turns it into a measured pipeline, one part per idea:
-//   seed      the guide's example as written: cudaMallocHost, per stream a cudaMemcpyAsync in,
-//             MyKernel<<<100, 512, 0, stream[i]>>>, a cudaMemcpyAsync back, cudaStreamDestroy
-//   pinned    pageable vs pinned memory: cudaMemcpy bandwidth, and the host time inside one
-//             cudaMemcpyAsync (the whole copy from pageable memory, microseconds from pinned)
-//   register  cudaHostRegister pins a buffer you already have: it copies at the pinned rate
-//   pipeline  S streams x C chunks, each chunk copied in, processed and copied out in its
-//             stream: serial time, overlapped time, the bound from the measured stages; issue
-//             order depth-first vs breadth-first on the timeline
-//   chunks    overlapped time against chunk count (1 to 1024): fill and drain against the fixed
-//             cost of each operation; the best chunk count
-// The flags and the measurement machinery (stage timing, calibration, the bound model, the chunk
-// sweep, the tables printed, the SVG chart) are in pinned_async_pipeline_lab.cuh, which a reader
-// may skip.
-//
-// Build and run
-//   cmake --preset default && cmake --build --preset default
-//   build/bin/04_pinned_async_pipeline                         # every part
-//   build/bin/04_pinned_async_pipeline --part chunks --chunks-svg chunks.svg
-//   build/bin/04_pinned_async_pipeline --help                  # the flags and the parts
-// Without CMake, from the repository's root:
-//   nvcc -std=c++17 -arch=native -Icommon/include
-//        chapters/04_pinned_async_pipeline/pinned_async_pipeline.cu
-//        common/src/*.cpp -o 04_pinned_async_pipeline       (one line)
-//
-// What to expect
-//   A heading per part, its measurements with units, and a CHECK line per property (the
-//   measured ratio beside its bar); three ASCII timelines (H = H2D, K = kernel, D = D2H) and a
-//   table of time against chunk count; "All N checks passed". Exit status 0; 1 if a check
-//   fails; 2 for a bad command line; 77 (with a SKIP: line) where there is no CUDA device.
+// is asynchronous, which needs pinned (page-locked) host memory. Parts: seed (the CUDA guide's
+// two-stream example), pinned (pageable vs pinned copies), register (cudaHostRegister), pipeline
+// (S streams x C chunks against a bound from the measured stages), chunks (time against chunk
+// count). The measurement machinery is in pinned_async_pipeline_lab.cuh; the lesson (README.md)
+// explains the model, how to build and run, and what to expect.
 
 #include <cuda_runtime.h>
 
@@ -52,6 +26,13 @@ __global__ void MyKernel(float* output, const float* input, std::size_t size) {
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < size;
        i += stride) {
     output[i] = 2.0f * input[i] + 1.0f;
+  }
+}
+
+// Holds its stream for `ns` nanoseconds (lab::measure_op_costs times copies queued behind it).
+__global__ void hold_stream(unsigned long long ns) {
+  const unsigned long long start = cs::globaltimer_ns();
+  while (cs::globaltimer_ns() - start < ns) {
   }
 }
 
@@ -210,14 +191,58 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
                     "x", "call time after / before cudaHostRegister");
 }
 
-// The kernel is sized to 0.9 of one chunk's copy: the copy engines pace the pipeline, and the
-// kernel's own jitter does not. The overlapped run is within 1.4x of the bound (the H200: 1.03x
-// at 32 chunks, 1.27x at 1024 chunks or 64 streams, where per-copy costs dominate), and no run
-// beats the floor by more than timing noise (two medians of one schedule differed by up to 3% on
-// the H200). Three stages at once allow nearly 3x over serial, one copy engine nearly 2x.
+// Zeroes every buffer the pipeline writes, so that only the next run's work can pass a check.
+void clear_outputs(const lab::Buffers& b) {
+  CS_CHECK(cudaMemset(b.dev_in, 0, b.bytes));
+  CS_CHECK(cudaMemset(b.dev_out, 0, b.bytes));
+  std::fill(b.host_out, b.host_out + b.elements, 0u);
+  CS_CHECK(cudaDeviceSynchronize());
+}
+
+// The kernel is sized to 0.9 of one chunk's copy, so that the copy engines pace the pipeline;
+// the bars are the lesson's (time / bound within 1.4x, time / floor at least 0.95x).
 constexpr double kKernelShare = 0.9, kOverlapVsBound = 1.4, kFloorHolds = 0.95;
 double speedup_bar(int engines) {
   return engines >= 2 ? 1.8 : 1.5;
+}
+
+// The pipeline at C chunks in `order`: 0 serial (every chunk in streams[0]), 1 depth-first (chunk
+// by chunk, chunk c in stream c % S), 2 breadth-first (a wave of one chunk per stream: its H2Ds,
+// then its kernels, then its D2Hs). Each operation is drawn on `timeline`, if given.
+void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int C, int order,
+           int iterations, cs::Timeline* timeline = nullptr) {
+  const int S = static_cast<int>(streams.size()), wave = order == 2 ? S : 1;
+  auto row = [&](int c) { return order == 0 ? 0 : c % S; };
+  auto on = [&](int c) { return streams[row(c)]; };
+  auto span = [&](int c, const char* kind) {
+    return timeline ? timeline->span(cs::format("stream %d", row(c)), kind, on(c))
+                    : cs::TimelineSpan();
+  };
+  auto at = [&](int c) { return b.begin(c, C); };
+  // core: pipeline
+  for (int first = 0; first < C; first += wave) {
+    const int last = std::min(C, first + wave);
+    for (int c = first; c < last; ++c) {
+      auto drawn = span(c, "H2D");
+      CS_CHECK(cudaMemcpyAsync(b.dev_in + at(c), b.host_in + at(c),
+                               b.size(c, C) * sizeof(std::uint32_t), cudaMemcpyHostToDevice,
+                               on(c)));
+    }
+    for (int c = first; c < last; ++c) {
+      auto drawn = span(c, "kernel");
+      scramble<<<lab::blocks_for(b.size(c, C)), lab::kBlock, 0, on(c)>>>(
+          b.dev_out + at(c), b.dev_in + at(c), b.size(c, C), iterations, lab::kMultiplier,
+          lab::kIncrement);
+      CS_CHECK_LAUNCH();
+    }
+    for (int c = first; c < last; ++c) {
+      auto drawn = span(c, "D2H");
+      CS_CHECK(cudaMemcpyAsync(b.host_out + at(c), b.dev_out + at(c),
+                               b.size(c, C) * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
+                               on(c)));
+    }
+  }
+  // end core
 }
 
 void part_pipeline(lab::Buffers& b, const lab::Run& run) {
@@ -232,64 +257,38 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
         "  kernel calibrated once: %d multiply-adds per element make one chunk's kernel"
         " take %.3f ms\n  (one chunk's copy inside the pipeline: %.3f ms)\n",
         m.iterations, m.stages.kernel_ms / C, m.copy_pace_ms);
-  // The pipeline. Chunk c goes to stream c % S (every chunk to stream 0 in the serial run); in
-  // its stream its H2D, kernel and D2H run in order, and different streams overlap. Depth-first
-  // issues chunk by chunk; breadth-first takes a wave of one chunk per stream and issues its
-  // H2Ds, then its kernels, then its D2Hs.
-  auto issue = [&](int order, cs::Timeline* timeline) {  // 0 serial, 1 depth-first, 2 breadth-first
-    const int wave = order == 2 ? S : 1;
-    auto row = [&](int c) { return order == 0 ? 0 : c % S; };
-    auto on = [&](int c) { return streams[row(c)]; };
-    // Each operation drawn on the timeline, on the row of its stream, as it is issued (if drawn).
-    auto span = [&](int c, const char* kind) {
-      return timeline ? timeline->span(cs::format("stream %d", row(c)), kind, on(c))
-                      : cs::TimelineSpan();
-    };
-    auto at = [&](int c) { return b.begin(c, C); };
-    // core: pipeline
-    for (int first = 0; first < C; first += wave) {
-      const int last = std::min(C, first + wave);
-      for (int c = first; c < last; ++c) {
-        auto drawn = span(c, "H2D");
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at(c), b.host_in + at(c),
-                                 b.size(c, C) * sizeof(std::uint32_t), cudaMemcpyHostToDevice,
-                                 on(c)));
-      }
-      for (int c = first; c < last; ++c) {
-        auto drawn = span(c, "kernel");
-        scramble<<<lab::blocks_for(b.size(c, C)), lab::kBlock, 0, on(c)>>>(
-            b.dev_out + at(c), b.dev_in + at(c), b.size(c, C), m.iterations, lab::kMultiplier,
-            lab::kIncrement);
-        CS_CHECK_LAUNCH();
-      }
-      for (int c = first; c < last; ++c) {
-        auto drawn = span(c, "D2H");
-        CS_CHECK(cudaMemcpyAsync(b.host_out + at(c), b.dev_out + at(c),
-                                 b.size(c, C) * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
-                                 on(c)));
-      }
-    }
-    // end core
-  };
-  // Each order timed, then run once more on a timeline and checked element by element against
-  // the CPU's reference (CHECK pipeline_<order>).
+  // Each order timed (fork/join: events on streams[0] see every stream), then run once more on a
+  // timeline and checked element by element against the CPU's reference.
   const char* names[] = {"serial", "depth_first", "breadth_first"};
+  const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
+  lab::ForkJoin fork_join(streams);
   double ms[3] = {};
+  for (int i = 0; i < 3 && run.measure(); ++i)
+    ms[i] = cs::time_on_stream_ms(streams[0], lab::kWarmup, run.repeats, [&] {
+              fork_join.fork(), issue(b, streams, C, i, m.iterations), fork_join.join();
+            }).median;
   cs::TimelineData drawn[3];
-  lab::run_orders(b, streams, run, names, m.iterations, issue, ms, drawn);
-  const lab::Bound bound = lab::pipeline_bound(m.stages, C, S, engines, ms[0], m.cost);
-  if (run.measure()) lab::print_pipeline(bound, C, names, ms);
+  for (int i = 0; i < 3; ++i) {
+    clear_outputs(b);
+    cs::Timeline timeline;
+    timeline.start(streams[0]);
+    fork_join.fork(), issue(b, streams, C, i, m.iterations, &timeline), fork_join.join();
+    drawn[i] = timeline.collect();
+    CS_CHECK(cudaDeviceSynchronize());
+    cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
+  }
+  const lab::Bound bound = lab::pipeline_bound(m.stages, C, S, engines, ms[0], m);
+  if (run.measure()) lab::print_orders(bound, C, names, ms);
   for (int i = 0; i < 3; ++i) cs::publish_timeline(drawn[i], run.common, lab::kOrderTitles[i]);
-  const std::string bound_skip = cs::first_reason({run.skip, run.no_overlap});
-  cs::check_or_skip(lab::holds_skip(bound_skip, run, S), "bound_holds",
+  cs::check_or_skip(lab::holds_skip(run, S), "bound_holds",
                     lab::ratio(std::min(ms[1], ms[2]), bound.floor_ms), cs::Compare::at_least,
                     kFloorHolds, "x",
                     cs::format("the faster order's time / the floor, %.3f ms", bound.floor_ms));
   const std::string speedup_skip =
-      cs::first_reason({bound_skip, lab::speedup_limits(engines, S, C)});
+      cs::first_reason({run.overlap_skip, lab::speedup_limits(engines, S, C)});
   for (int i = 1; i < 3; ++i) {
-    cs::check_or_skip(bound_skip, std::string("bound_") + names[i], lab::ratio(ms[i], bound.ms()),
-                      cs::Compare::at_most, kOverlapVsBound, "x",
+    cs::check_or_skip(run.overlap_skip, std::string("bound_") + names[i],
+                      lab::ratio(ms[i], bound.ms()), cs::Compare::at_most, kOverlapVsBound, "x",
                       "overlapped / bound; any GPU; H200 target <= 1.03x (median)");
     cs::check_or_skip(
         speedup_skip, std::string("speedup_") + names[i], lab::ratio(ms[0], ms[i]),
@@ -304,7 +303,7 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
 }
 
 void part_chunks(lab::Buffers& b, const lab::Run& run) {
-  const int S = run.streams, engines = run.engines;
+  const int S = run.streams, engines = run.engines, repeats = std::min(run.repeats, 3);
   std::vector<cudaStream_t> streams(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   // The kernel is sized once, at --chunks: every chunk count below does the same work.
@@ -315,48 +314,57 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
       run.skip, "chunked_async_rate", cs::Compare::at_least, 0.85,
       "stage's rate / (plain cudaMemcpy + C fixed costs); any GPU; H200 target >= 0.95x",
       [&](int i) {
-        return lab::ratio(std::max(run.chunks * m.cost.host_copy_ms,
-                                   m.plain_ms[i] + run.chunks * m.cost.gpu_copy_ms),
-                          i == 0 ? m.stages.h2d_ms : m.stages.d2h_ms);
+        return lab::ratio(
+            std::max(run.chunks * m.host_copy_ms, m.plain_ms[i] + run.chunks * m.gpu_copy_ms),
+            i == 0 ? m.stages.h2d_ms : m.stages.d2h_ms);
       });
-
-  // The pipeline at C chunks, depth-first over the S streams (all in stream 0 for serial).
-  // core: chunks
-  auto issue = [&](int C, bool serial) {
-    for (int c = 0; c < C; ++c) {
-      cudaStream_t stream = streams[serial ? 0 : c % S];
-      const std::size_t at = b.begin(c, C), n = b.size(c, C);
-      CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof(std::uint32_t),
-                               cudaMemcpyHostToDevice, stream));
-      scramble<<<lab::blocks_for(n), lab::kBlock, 0, stream>>>(
-          b.dev_out + at, b.dev_in + at, n, m.iterations, lab::kMultiplier, lab::kIncrement);
-      CS_CHECK_LAUNCH();
-      CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof(std::uint32_t),
-                               cudaMemcpyDeviceToHost, stream));
+  // The same pipeline at 1, 2, 4, ... 1024 chunks: its stages, the serial and the overlapped
+  // (depth-first) time, the bound, and whether the output matches the CPU's.
+  lab::ForkJoin fork_join(streams);
+  cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
+  for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
+  const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
+  lab::Sweep sweep(run.measure());  // prints the table's header when timing
+  int wrong = 0;
+  for (int C = 1; C <= 1024; C *= 2) {
+    clear_outputs(b);
+    if (run.measure()) {
+      const lab::Stages st = lab::measure_stages(b, C, pair[0], pair[1], engines, repeats, &m);
+      // core: chunks
+      const double serial = cs::time_on_stream_ms(streams[0], lab::kWarmup, repeats, [&] {
+                              issue(b, streams, C, 0, m.iterations);
+                            }).median;
+      const double ms = cs::time_on_stream_ms(streams[0], lab::kWarmup, repeats, [&] {
+                          fork_join.fork(), issue(b, streams, C, 1, m.iterations), fork_join.join();
+                        }).median;
+      // end core
+      // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
+      sweep.add(b, C, serial, ms, lab::pipeline_bound(st, C, S, engines, serial, m));
+    } else {
+      issue(b, streams, C, 1, m.iterations);
     }
-  };
-  // end core
-  const lab::Sweep sweep = lab::sweep_chunk_counts(b, streams, run, m, issue);
-  cs::check_that(
-      "chunks_results", sweep.wrong == 0,
-      cs::format("%d of %d chunk counts differ from the CPU reference", sweep.wrong, sweep.counts));
+    CS_CHECK(cudaDeviceSynchronize());
+    wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
+  }
+  for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
+  cs::check_that("chunks_results", wrong == 0,
+                 cs::format("%d of 11 chunk counts differ from the CPU reference", wrong));
   if (run.measure())
     std::printf("  best: %d chunks, %.3f ms\n", 1 << sweep.best, sweep.overlapped_ms[sweep.best]);
   // No chunk count beats the floor by more than timing noise, none is far from the bound, and
   // chunks are what let the stages overlap: the best count beats one chunk by the speedup bar.
-  const std::string bound_skip = cs::first_reason({run.skip, run.no_overlap});
   cs::check_or_skip(
-      lab::holds_skip(bound_skip, run), "chunks_bound_holds", sweep.lowest_over_floor,
-      cs::Compare::at_least, kFloorHolds, "x",
+      run.holds_skip, "chunks_bound_holds", sweep.lowest_over_floor(), cs::Compare::at_least,
+      kFloorHolds, "x",
       "the lowest overlapped / floor over the chunk counts: a time below it disproves it");
   cs::check_or_skip(
-      bound_skip, "chunks_bound_worst", sweep.worst_over_bound, cs::Compare::at_most,
+      run.overlap_skip, "chunks_bound_worst", sweep.worst_over_bound, cs::Compare::at_most,
       kOverlapVsBound, "x",
       "the worst chunk count's overlapped / bound; any GPU; median H200 target <= 1.03x");
-  cs::check_or_skip(cs::first_reason({bound_skip, lab::speedup_limits(engines, S, 1024)}),
-                    "chunks_best_vs_one", sweep.best_vs_one, cs::Compare::at_least,
+  cs::check_or_skip(cs::first_reason({run.overlap_skip, lab::speedup_limits(engines, S, 1024)}),
+                    "chunks_best_vs_one", sweep.best_vs_one(), cs::Compare::at_least,
                     speedup_bar(engines), "x", "one chunk's time / the best chunk count's");
-  if (!run.chunks_svg.empty() && run.measure()) lab::write_sweep_svg(run.chunks_svg, sweep);
+  if (!run.chunks_svg.empty() && run.measure()) sweep.write_svg(run.chunks_svg);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -380,7 +388,7 @@ int main(int argc, char** argv) {
   lab::Buffers b = lab::sized_buffers(run);  // refuses what host memory cannot hold
   const cudaDeviceProp prop = cs::select_device(run.common.device);
   cs::print_launch_environment(env);
-  lab::prepare_run(run, env, prop, b);  // what fits on the device, why checks skip, "Data:"
+  lab::prepare_run(run, env, prop, b);  // what fits on the device, why checks skip
 
   if (parts.begin("seed")) part_seed(b.elements);
   if (parts.chosen() == "seed") return cs::finish();

@@ -1,5 +1,5 @@
 // Chapter 04's measurement machinery, which a reader may skip (the lesson explains the model):
-// flags, buffers, stage timing, calibration, the bound, the orders' runs and the chunk sweep.
+// flags, buffers, stage timing, calibration, the fixed cost of one operation and the bound.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +18,7 @@
 
 __global__ void scramble(std::uint32_t* output, const std::uint32_t* input, std::size_t count,
                          int iterations, std::uint32_t multiplier, std::uint32_t increment);
+__global__ void hold_stream(unsigned long long ns);
 
 namespace lab {
 
@@ -50,9 +51,10 @@ struct Run {
   int mib = 256, chunks = 32, streams = 4, repeats = 5, engines = 0;  // engines: asyncEngineCount
   std::string chunks_svg;
   cs::CommonOptions common;
-  std::string skip;        // why every timed check is skipped here ("" when they run)
-  std::string no_overlap;  // why streams issued from this thread cannot overlap as they should
-  cs::LaunchEnvironment env;
+  std::string skip;          // why every timed check is skipped here ("" when they run)
+  std::string no_overlap;    // why streams issued from this thread cannot overlap as they should
+  std::string overlap_skip;  // why the overlap checks skip: `skip`, else `no_overlap`
+  std::string holds_skip;    // why the bound_holds checks skip, whatever the streams
   bool measure() const { return !common.no_timing; }
   void add_flags(cs::Options& options) {
     options.add_int("mib", &mib, 1, 65536,
@@ -97,19 +99,20 @@ inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const cudaDe
   run.skip = cs::first_reason({run.common.timing_skip_reason(),
                                run.mib < 32 ? "--mib below 32 is too small to time reliably" : ""});
   run.no_overlap = cs::no_overlap_reason(env);
-  run.env = env;
+  run.overlap_skip = cs::first_reason({run.skip, run.no_overlap});
+  const char* queue = "CUDA_DEVICE_MAX_CONNECTIONS=1: both copy directions wait in one queue";
+  run.holds_skip = cs::first_reason({run.overlap_skip, env.max_connections == 1 ? queue : ""});
   run.engines = prop.asyncEngineCount;
 }
 
-// Why a bound_holds check skips: `skip`; one hardware queue, where the two streams that time both
-// copy directions wait for each other; more streams than copy engines + 1, where copies of one
+// Why a bound_holds check skips: one hardware queue, where the two streams that time both copy
+// directions wait for each other; more streams than copy engines + 1, where copies of one
 // direction overlap, which the model's one engine per direction does not bound.
-inline std::string holds_skip(const std::string& skip, const Run& run, int streams = 0) {
-  const std::string queue = "CUDA_DEVICE_MAX_CONNECTIONS=1: both copy directions wait in one queue";
+inline std::string holds_skip(const Run& run, int streams) {
   const std::string engines = cs::format(
       "%d streams on %d copy engines: copies of one direction overlap", streams, run.engines);
-  return cs::first_reason({skip, run.env.max_connections == 1 ? queue : "",
-                           streams > run.engines + 1 && run.engines > 0 ? engines : ""});
+  return cs::first_reason(
+      {run.holds_skip, streams > run.engines + 1 && run.engines > 0 ? engines : ""});
 }
 
 // Why the speedup over serial cannot reach its bar: no copy engine, fewer than a stream per stage,
@@ -132,8 +135,7 @@ void check_directions(const std::string& skip, const std::string& name, cs::Comp
 // inside one cudaMemcpyAsync, and that copy's time on the GPU.
 struct Copy {
   const char* name;
-  void* dst;
-  const void* src;
+  void *dst, *src;
   cudaMemcpyKind kind;
   double gbps = 0, call_ms = 0, copy_ms = 0;
 };
@@ -144,19 +146,20 @@ const char* const kCopyHeader =
 // Lets events on streams[0] time work spread over all streams: fork() makes every stream wait
 // for this point of streams[0]; join() makes streams[0] wait for all of them.
 struct ForkJoin {
+  const std::vector<cudaStream_t>& streams;
   std::vector<cudaEvent_t> events;
-  explicit ForkJoin(std::size_t streams) : events(streams) {
+  explicit ForkJoin(const std::vector<cudaStream_t>& s) : streams(s), events(s.size()) {
     for (cudaEvent_t& e : events) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
   ~ForkJoin() {
     for (cudaEvent_t e : events) cudaEventDestroy(e);
   }
-  void fork(const std::vector<cudaStream_t>& streams) {
+  void fork() {
     CS_CHECK(cudaEventRecord(events[0], streams[0]));
     for (std::size_t s = 1; s < streams.size(); ++s)
       CS_CHECK(cudaStreamWaitEvent(streams[s], events[0], 0));
   }
-  void join(const std::vector<cudaStream_t>& streams) {
+  void join() {
     for (std::size_t s = 1; s < streams.size(); ++s) {
       CS_CHECK(cudaEventRecord(events[s], streams[s]));
       CS_CHECK(cudaStreamWaitEvent(streams[0], events[s], 0));
@@ -191,64 +194,20 @@ struct Stages {
   double h2d_ms = 0, kernel_ms = 0, d2h_ms = 0;  // each alone, in one stream
   double h2d_both_ms = 0, d2h_both_ms = 0;       // the copies with both directions at once
 };
-
-// The stages at C chunks: the copies each alone (if `alone`, or with one copy engine), with two
-// copy engines every H2D in `up` and every D2H in `down` at once (they share the link and host
-// memory), and the kernels in one stream (at `iterations` > 0).
-inline Stages measure_stages(const Buffers& b, int chunks, cudaStream_t up, cudaStream_t down,
-                             int engines, int repeats, int iterations, bool alone) {
-  Stages s;
-  if (alone || engines < 2) {
-    s.h2d_ms = s.h2d_both_ms = stage_alone_ms(b, chunks, 0, 0, up, repeats);
-    s.d2h_ms = s.d2h_both_ms = stage_alone_ms(b, chunks, 2, 0, up, repeats);
-  }
-  if (engines >= 2) {
-    cudaEvent_t start, up_done, down_done;
-    CS_CHECK(cudaEventCreate(&start));
-    CS_CHECK(cudaEventCreate(&up_done));
-    CS_CHECK(cudaEventCreate(&down_done));
-    std::vector<double> ups, downs;
-    for (int i = -kWarmup; i < repeats; ++i) {
-      CS_CHECK(cudaEventRecord(start, up));
-      CS_CHECK(cudaStreamWaitEvent(down, start, 0));
-      for (int c = 0; c < chunks; ++c) {  // interleaved, so that both streams start together
-        const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks);
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyHostToDevice, up));
-        CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyDeviceToHost, down));
-      }
-      CS_CHECK(cudaEventRecord(up_done, up));
-      CS_CHECK(cudaEventRecord(down_done, down));
-      CS_CHECK(cudaEventSynchronize(up_done));
-      CS_CHECK(cudaEventSynchronize(down_done));
-      float up_ms = 0, down_ms = 0;
-      CS_CHECK(cudaEventElapsedTime(&up_ms, start, up_done));
-      CS_CHECK(cudaEventElapsedTime(&down_ms, start, down_done));
-      if (i >= 0) ups.push_back(up_ms), downs.push_back(down_ms);
-    }
-    CS_CHECK(cudaEventDestroy(start));
-    CS_CHECK(cudaEventDestroy(up_done));
-    CS_CHECK(cudaEventDestroy(down_done));
-    s.h2d_both_ms = cs::median(ups), s.d2h_both_ms = cs::median(downs);
-  }
-  if (iterations > 0) s.kernel_ms = stage_alone_ms(b, chunks, 1, iterations, up, repeats);
-  return s;
-}
-
-// The fixed cost of one operation, measured on 200 copies of `bytes` and 200 empty launches.
-struct OpCosts {
-  double host_copy_ms = 0;    // the host's time inside one cudaMemcpyAsync from pinned memory
-  double host_launch_ms = 0;  // the host's time inside one kernel launch
-  double gpu_copy_ms = 0;     // on the GPU, what one copy costs beyond its bytes / bandwidth
+// What parts pipeline and chunks measure before they run the pipeline.
+struct Model {
+  int iterations = 64;      // the kernel's multiply-adds per element (64 when nothing is timed)
+  double copy_pace_ms = 0;  // one chunk's copy as it runs inside the pipeline
+  double plain_ms[2] = {};  // one plain cudaMemcpy of all the bytes: [0] H2D, [1] D2H
+  Stages stages;            // at the calibrated kernel
+  // The fixed cost of one operation, on 200 copies and 200 empty launches: the host's time
+  // inside one cudaMemcpyAsync from pinned memory and inside one launch; on the GPU, what one
+  // copy costs beyond its bytes / bandwidth.
+  double host_copy_ms = 0, host_launch_ms = 0, gpu_copy_ms = 0;
 };
-__global__ void hold_stream(unsigned long long ns) {
-  const unsigned long long start = cs::globaltimer_ns();
-  while (cs::globaltimer_ns() - start < ns) {
-  }
-}
-inline OpCosts measure_op_costs(const Buffers& b, std::size_t bytes, double plain_gbps,
-                                cudaStream_t stream) {
+
+inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, double plain_gbps,
+                             cudaStream_t stream) {
   constexpr int kOps = 200;
   std::vector<double> host_copy, host_launch, gpu_copy;
   cudaEvent_t start, stop;
@@ -286,17 +245,56 @@ inline OpCosts measure_op_costs(const Buffers& b, std::size_t bytes, double plai
   CS_CHECK(cudaEventDestroy(start));
   CS_CHECK(cudaEventDestroy(stop));
   // The host's costs enter a floor: the fastest round (a median put one above a run's time).
-  return {cs::summarize(host_copy).min, cs::summarize(host_launch).min, cs::median(gpu_copy)};
+  m.host_copy_ms = cs::summarize(host_copy).min, m.host_launch_ms = cs::summarize(host_launch).min;
+  m.gpu_copy_ms = cs::median(gpu_copy);
 }
 
-// What parts pipeline and chunks measure before they run the pipeline.
-struct Model {
-  int iterations = 64;      // the kernel's multiply-adds per element (64 when nothing is timed)
-  double copy_pace_ms = 0;  // one chunk's copy as it runs inside the pipeline
-  double plain_ms[2] = {};  // one plain cudaMemcpy of all the bytes: [0] H2D, [1] D2H
-  Stages stages;            // at the calibrated kernel
-  OpCosts cost;             // per operation
-};
+// The stages at C chunks: the copies each alone (without `m`, or with one copy engine; else each
+// direction alone is m's plain copy plus C fixed costs on the GPU), with two copy engines every
+// H2D in `up` and every D2H in `down` at once (they share the link and host memory), and with
+// `m` the kernels (at its calibrated size) in one stream.
+inline Stages measure_stages(const Buffers& b, int chunks, cudaStream_t up, cudaStream_t down,
+                             int engines, int repeats, const Model* m = nullptr) {
+  Stages s;
+  if (!m || engines < 2) {
+    s.h2d_ms = s.h2d_both_ms = stage_alone_ms(b, chunks, 0, 0, up, repeats);
+    s.d2h_ms = s.d2h_both_ms = stage_alone_ms(b, chunks, 2, 0, up, repeats);
+  }
+  if (engines >= 2) {
+    cudaEvent_t start, up_done, down_done;
+    CS_CHECK(cudaEventCreate(&start));
+    CS_CHECK(cudaEventCreate(&up_done));
+    CS_CHECK(cudaEventCreate(&down_done));
+    std::vector<double> ups, downs;
+    for (int i = -kWarmup; i < repeats; ++i) {
+      CS_CHECK(cudaEventRecord(start, up));
+      CS_CHECK(cudaStreamWaitEvent(down, start, 0));
+      for (int c = 0; c < chunks; ++c) {  // interleaved, so that both streams start together
+        const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks);
+        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof *b.dev_in,
+                                 cudaMemcpyHostToDevice, up));
+        CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof *b.dev_in,
+                                 cudaMemcpyDeviceToHost, down));
+      }
+      CS_CHECK(cudaEventRecord(up_done, up));
+      CS_CHECK(cudaEventRecord(down_done, down));
+      CS_CHECK(cudaEventSynchronize(up_done));
+      CS_CHECK(cudaEventSynchronize(down_done));
+      float up_ms = 0, down_ms = 0;
+      CS_CHECK(cudaEventElapsedTime(&up_ms, start, up_done));
+      CS_CHECK(cudaEventElapsedTime(&down_ms, start, down_done));
+      if (i >= 0) ups.push_back(up_ms), downs.push_back(down_ms);
+    }
+    CS_CHECK(cudaEventDestroy(start));
+    CS_CHECK(cudaEventDestroy(up_done));
+    CS_CHECK(cudaEventDestroy(down_done));
+    s.h2d_both_ms = cs::median(ups), s.d2h_both_ms = cs::median(downs);
+    if (m) s.h2d_ms = m->plain_ms[0] + chunks * m->gpu_copy_ms;
+    if (m) s.d2h_ms = m->plain_ms[1] + chunks * m->gpu_copy_ms;
+  }
+  if (m) s.kernel_ms = stage_alone_ms(b, chunks, 1, m->iterations, up, repeats);
+  return s;
+}
 
 // Times the copies of a C-chunk pipeline (C = --chunks), sizes the kernel to `kernel_share` of one
 // chunk's copy inside the pipeline (both directions at once where two copy engines allow it, else
@@ -313,7 +311,7 @@ inline Model measure_model(const Buffers& b, const Run& run, double kernel_share
   m.plain_ms[1] = cs::time_on_stream_ms(nullptr, kWarmup, repeats, [&] {
                     CS_CHECK(cudaMemcpy(b.host_out, b.dev_out, b.bytes, cudaMemcpyDeviceToHost));
                   }).median;
-  m.stages = measure_stages(b, chunks, pair[0], pair[1], engines, repeats, 0, true);
+  m.stages = measure_stages(b, chunks, pair[0], pair[1], engines, repeats);
   m.copy_pace_ms = (engines >= 2 ? std::max(m.stages.h2d_both_ms, m.stages.d2h_both_ms)
                                  : m.stages.h2d_ms + m.stages.d2h_ms) /
                    chunks;
@@ -348,7 +346,7 @@ inline Model measure_model(const Buffers& b, const Run& run, double kernel_share
   // 256 MiB chunk would take seconds, and the cost beyond the bytes drowns in their time.
   const std::size_t cost_bytes =
       std::min(b.begin(1, chunks) * sizeof *b.dev_in, std::size_t{8} << 20);
-  m.cost = measure_op_costs(b, cost_bytes, ratio(1.0 * b.bytes, m.plain_ms[0] * 1e6), up);
+  measure_op_costs(m, b, cost_bytes, ratio(1.0 * b.bytes, m.plain_ms[0] * 1e6), up);
   for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
   return m;
 }
@@ -366,7 +364,7 @@ struct Bound {
   }
 };
 inline Bound pipeline_bound(const Stages& s, int chunks, int streams, int engines, double serial_ms,
-                            const OpCosts& cost) {
+                            const Model& cost) {
   const double c = chunks, H = s.h2d_ms, K = s.kernel_ms, D = s.d2h_ms;  // each stage alone
   const double h = H / c, k = K / c, d = D / c;                          // one chunk's
   Bound bound;
@@ -395,39 +393,6 @@ inline Bound pipeline_bound(const Stages& s, int chunks, int streams, int engine
   return bound;
 }
 
-// Zeroes every buffer the pipeline writes, so that only the next run's work can pass a check.
-inline void clear_outputs(const Buffers& b) {
-  CS_CHECK(cudaMemset(b.dev_in, 0, b.bytes));
-  CS_CHECK(cudaMemset(b.dev_out, 0, b.bytes));
-  std::fill(b.host_out, b.host_out + b.elements, 0u);
-  CS_CHECK(cudaDeviceSynchronize());
-}
-
-// Times the pipeline in each of the three orders (medians, when timing is on), then runs each
-// once more on a timeline and checks its output against the CPU's (CHECK pipeline_<order>).
-// issue(order, timeline) queues the whole pipeline in that order (timeline may be null).
-template <class Issue>
-void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, const Run& run,
-                const char* const* names, int iterations, Issue&& issue, double* ms,
-                cs::TimelineData* drawn) {
-  const std::vector<std::uint32_t> want = expected_output(b.elements, iterations);
-  ForkJoin fork_join(streams.size());  // so that events on streams[0] see all streams
-  for (int i = 0; i < 3 && run.measure(); ++i) {
-    ms[i] = cs::time_on_stream_ms(streams[0], kWarmup, run.repeats, [&] {
-              fork_join.fork(streams), issue(i, nullptr), fork_join.join(streams);
-            }).median;
-  }
-  for (int i = 0; i < 3; ++i) {
-    clear_outputs(b);
-    cs::Timeline timeline;
-    timeline.start(streams[0]);
-    fork_join.fork(streams), issue(i, &timeline), fork_join.join(streams);
-    drawn[i] = timeline.collect();
-    CS_CHECK(cudaDeviceSynchronize());
-    cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
-  }
-}
-
 inline void print_shape(const Buffers& b, int chunks, int streams) {
   std::printf("  %d chunk%s of %s%s over %d stream%s\n", chunks, chunks == 1 ? "" : "s",
               cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(),
@@ -435,8 +400,13 @@ inline void print_shape(const Buffers& b, int chunks, int streams) {
               streams == 1 ? "" : "s");
   if (streams > chunks) std::printf("  (only %d of the %d streams get a chunk)\n", chunks, streams);
 }
-inline void print_pipeline(const Bound& bound, int chunks, const char* const* names,
-                           const double* ms) {
+const char* const kOrderTitles[] = {
+    "Serial: every chunk in stream 0, nothing overlaps",
+    "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
+    "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
+// Part 4's bound and table of the three orders' times.
+inline void print_orders(const Bound& bound, int chunks, const char* const* names,
+                         const double* ms) {
   std::printf("    bound: %.3f ms (paced by the %s) for %d chunks\n", bound.ms(), bound.pacer(),
               chunks);
   std::printf("  order            time ms   speedup over serial   time / bound\n");
@@ -444,95 +414,53 @@ inline void print_pipeline(const Bound& bound, int chunks, const char* const* na
     std::printf("    %-14s %8.3f   %12.2fx         %8.2fx\n", names[i], ms[i], ratio(ms[0], ms[i]),
                 ratio(ms[i], bound.ms()));
 }
-const char* const kOrderTitles[] = {
-    "Serial: every chunk in stream 0, nothing overlaps",
-    "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
-    "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
 
-// Part chunks' sweep: the same pipeline at 1, 2, 4, ... 1024 chunks (index i: 1 << i chunks). At
-// each count: the stages, the serial and the overlapped time, the bound, and whether the output
-// matches the CPU's. issue(C, serial) queues the pipeline at C chunks (all in streams[0] if
-// serial).
+// Part chunks' table, a row per timed chunk count, and what its checks and its picture read.
 struct Sweep {
-  std::vector<double> overlapped_ms, bound_ms;
-  double serial_ms = 0;       // the serial run at one chunk: nothing overlaps
-  int counts = 0, wrong = 0;  // chunk counts run, and those whose output differs from the CPU's
-  std::size_t best = 0;       // index of the fastest chunk count
-  // Over the timed counts (0 when nothing was timed): the lowest overlapped / floor, the worst
-  // overlapped / bound, and one chunk's time / the best count's.
-  double lowest_over_floor = 0, worst_over_bound = 0, best_vs_one = 0;
-};
-template <class Issue>
-Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& streams, const Run& run,
-                         const Model& m, Issue&& issue) {
-  const int repeats = std::min(run.repeats, 3), engines = run.engines;
-  Sweep sweep;
-  std::vector<double> over_floor;
-  ForkJoin fork_join(streams.size());
-  cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
-  for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
-  const std::vector<std::uint32_t> want = expected_output(b.elements, m.iterations);
-  if (run.measure())
-    std::printf(
-        "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
-  for (int c = 1; c <= 1024; c *= 2, ++sweep.counts) {
-    clear_outputs(b);
-    if (run.measure()) {
-      Stages st = measure_stages(b, c, pair[0], pair[1], engines, repeats, m.iterations, false);
-      if (engines >= 2)  // each direction alone: the plain copy plus C fixed costs on the GPU
-        for (int i = 0; i < 2; ++i)
-          (i == 0 ? st.h2d_ms : st.d2h_ms) = m.plain_ms[i] + c * m.cost.gpu_copy_ms;
-      const double serial =
-          cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] { issue(c, true); }).median;
-      const double ms = cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] {
-                          fork_join.fork(streams), issue(c, false), fork_join.join(streams);
-                        }).median;
-      // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
-      const Bound bound =
-          pipeline_bound(st, c, static_cast<int>(streams.size()), engines, serial, m.cost);
-      if (c == 1) sweep.serial_ms = serial;
-      sweep.overlapped_ms.push_back(ms), sweep.bound_ms.push_back(bound.ms());
-      over_floor.push_back(ratio(ms, bound.floor_ms));
-      sweep.worst_over_bound = std::max(sweep.worst_over_bound, ratio(ms, bound.ms()));
-      std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", c,
-                  cs::format_bytes(4.0 * b.begin(1, c)).c_str(), serial, ms, bound.ms(),
-                  bound.pacer(), ratio(ms, bound.ms()));
-      if (ms < sweep.overlapped_ms[sweep.best]) sweep.best = sweep.overlapped_ms.size() - 1;
-    } else {
-      issue(c, false);
+  std::vector<double> overlapped_ms, bound_ms, over_floor;
+  double serial_ms = 0, worst_over_bound = 0;  // serial_ms: the serial run at one chunk
+  int best = 0;                                // index of the fastest chunk count
+  explicit Sweep(bool timed) {
+    if (timed)
+      std::printf(
+          "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
+  }
+  void add(const Buffers& b, int chunks, double serial, double ms, const Bound& bound) {
+    if (chunks == 1) serial_ms = serial;
+    overlapped_ms.push_back(ms), bound_ms.push_back(bound.ms());
+    over_floor.push_back(ratio(ms, bound.floor_ms));
+    worst_over_bound = std::max(worst_over_bound, ratio(ms, bound.ms()));
+    std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", chunks,
+                cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(), serial, ms, bound.ms(),
+                bound.pacer(), ratio(ms, bound.ms()));
+    if (ms < overlapped_ms[best]) best = static_cast<int>(overlapped_ms.size()) - 1;
+  }
+  double lowest_over_floor() const {  // 0 when nothing was timed
+    return over_floor.empty() ? 0 : *std::min_element(over_floor.begin(), over_floor.end());
+  }
+  double best_vs_one() const {
+    return overlapped_ms.empty() ? 0 : ratio(overlapped_ms[0], overlapped_ms[best]);
+  }
+  // --chunks-svg: a row with the serial time, then per chunk count the measured time with its
+  // lower bound drawn over it (and the measured bar again where it is the shorter).
+  void write_svg(const std::string& path) const {
+    cs::TimelineData chart{{"serial"}, {{0, "serial, no overlap (1 chunk)", "", 0, serial_ms}}};
+    for (std::size_t i = 0; i < overlapped_ms.size(); ++i) {
+      const int row = static_cast<int>(chart.rows.size());
+      chart.rows.push_back(cs::format("%d chunk%s", 1 << i, i == 0 ? "" : "s"));
+      const cs::Span measured{row, "overlapped, measured", "", 0, overlapped_ms[i]};
+      chart.spans.push_back(measured);
+      chart.spans.push_back({row, "lower bound from the stages' times", "", 0, bound_ms[i]});
+      if (measured.end_ms < bound_ms[i]) chart.spans.push_back(measured);  // it beat the bound
     }
-    CS_CHECK(cudaDeviceSynchronize());
-    sweep.wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
+    std::ofstream file(path);
+    file << cs::render_svg(chart,
+                           "Time by chunk count; lower bound = max(engines: stage times + "
+                           "fill/drain, streams: chunks in turn, host: issue)")
+                .text;
+    if (!file) cs::usage_error("--chunks-svg " + path + ": cannot write the file");
+    std::printf("  Curve written to %s\n", path.c_str());
   }
-  for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
-  if (!over_floor.empty()) {
-    sweep.lowest_over_floor = *std::min_element(over_floor.begin(), over_floor.end());
-    sweep.best_vs_one = ratio(sweep.overlapped_ms[0], sweep.overlapped_ms[sweep.best]);
-  }
-  return sweep;
-}
-
-// Part chunks' picture for --chunks-svg: a first row with the serial time (one chunk in one
-// stream: nothing overlaps), then a row per chunk count with its measured (overlapped) time and
-// its lower bound drawn over it (and the measured bar again where it is the shorter); exits 2
-// naming the flag when the file cannot be written.
-inline void write_sweep_svg(const std::string& path, const Sweep& sweep) {
-  cs::TimelineData chart{{"serial"}, {{0, "serial, no overlap (1 chunk)", "", 0, sweep.serial_ms}}};
-  for (std::size_t i = 0; i < sweep.overlapped_ms.size(); ++i) {
-    const int row = static_cast<int>(chart.rows.size());
-    chart.rows.push_back(cs::format("%d chunk%s", 1 << i, i == 0 ? "" : "s"));
-    const cs::Span measured{row, "overlapped, measured", "", 0, sweep.overlapped_ms[i]};
-    chart.spans.push_back(measured);
-    chart.spans.push_back({row, "lower bound from the stages' times", "", 0, sweep.bound_ms[i]});
-    if (measured.end_ms < sweep.bound_ms[i]) chart.spans.push_back(measured);  // it beat the bound
-  }
-  const char* title =
-      "Time by chunk count; lower bound = max(engines: stage times + fill/drain, "
-      "streams: chunks in turn, host: issue)";
-  std::ofstream file(path);
-  file << cs::render_svg(chart, title).text;
-  if (!file) cs::usage_error("--chunks-svg " + path + ": cannot write the file");
-  std::printf("  Curve written to %s\n", path.c_str());
-}
+};
 
 }  // namespace lab
