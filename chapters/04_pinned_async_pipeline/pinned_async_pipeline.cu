@@ -1,11 +1,37 @@
 // Chapter 04: pinned memory and the asynchronous copy/compute pipeline
 //
 // A copy and a kernel run at the same time only when they are in different streams and the copy
-// is asynchronous, which needs pinned (page-locked) host memory. Parts: seed (the CUDA guide's
-// two-stream example), pinned (pageable vs pinned copies), register (cudaHostRegister), pipeline
-// (S streams x C chunks against a bound from the measured stages), chunks (time against chunk
-// count). The measurement machinery is in pinned_async_pipeline_lab.cuh; the lesson (README.md)
-// explains the model, how to build and run, and what to expect.
+// is asynchronous, which needs pinned (page-locked) host memory. This program starts from the
+// CUDA guide's two-stream example and turns it into a measured pipeline, one part per idea:
+//   seed      the guide's example as written: cudaMallocHost, per stream a cudaMemcpyAsync in,
+//             MyKernel<<<100, 512, 0, stream[i]>>>, a cudaMemcpyAsync back, cudaStreamDestroy
+//   pinned    pageable vs pinned memory: cudaMemcpy bandwidth, and the host time inside one
+//             cudaMemcpyAsync (the whole copy from pageable memory, microseconds from pinned)
+//   register  cudaHostRegister pins a buffer you already have: it copies at the pinned rate
+//   pipeline  S streams x C chunks, each chunk copied in, processed and copied out in its
+//             stream: serial time, overlapped time, the bound from the measured stages; issue
+//             order depth-first vs breadth-first on the timeline
+//   chunks    overlapped time against chunk count (1 to 1024): fill and drain against the fixed
+//             cost of each operation; the best chunk count
+// Parts pipeline and chunks share issue(), the pipeline's loop. The flags and the measurement
+// machinery (stage timing, calibration, the bound model, the tables printed, the SVG chart) are
+// in pinned_async_pipeline_lab.cuh, which a reader may skip.
+//
+// Build and run
+//   cmake --preset default && cmake --build --preset default
+//   build/bin/04_pinned_async_pipeline                         # every part
+//   build/bin/04_pinned_async_pipeline --part chunks --chunks-svg chunks.svg
+//   build/bin/04_pinned_async_pipeline --help                  # the flags and the parts
+// Without CMake, from the repository's root:
+//   nvcc -std=c++17 -arch=native -Icommon/include
+//        chapters/04_pinned_async_pipeline/pinned_async_pipeline.cu
+//        common/src/*.cpp -o 04_pinned_async_pipeline       (one line)
+//
+// What to expect
+//   A heading per part, its measurements with units, and a CHECK line per property (the
+//   measured ratio beside its bar); three ASCII timelines (H = H2D, K = kernel, D = D2H) and a
+//   table of time against chunk count; "All N checks passed". Exit status 0; 1 if a check
+//   fails; 2 for a bad command line; 77 (with a SKIP: line) where there is no CUDA device.
 
 #include <cuda_runtime.h>
 
@@ -280,7 +306,7 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
   const lab::Bound bound = lab::pipeline_bound(m.stages, C, S, engines, ms[0], m);
   if (run.measure()) lab::print_orders(bound, C, names, ms);
   for (int i = 0; i < 3; ++i) cs::publish_timeline(drawn[i], run.common, lab::kOrderTitles[i]);
-  cs::check_or_skip(lab::holds_skip(run, S), "bound_holds",
+  cs::check_or_skip(run.pipeline_holds_skip, "bound_holds",
                     lab::ratio(std::min(ms[1], ms[2]), bound.floor_ms), cs::Compare::at_least,
                     kFloorHolds, "x",
                     cs::format("the faster order's time / the floor, %.3f ms", bound.floor_ms));
@@ -324,7 +350,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
   cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
   for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
   const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
-  lab::Sweep sweep(run.measure());  // prints the table's header when timing
+  lab::Sweep sweep;  // the table, a row per timed chunk count
   int wrong = 0;
   for (int C = 1; C <= 1024; C *= 2) {
     clear_outputs(b);
@@ -354,7 +380,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
   // No chunk count beats the floor by more than timing noise, none is far from the bound, and
   // chunks are what let the stages overlap: the best count beats one chunk by the speedup bar.
   cs::check_or_skip(
-      run.holds_skip, "chunks_bound_holds", sweep.lowest_over_floor(), cs::Compare::at_least,
+      run.holds_skip, "chunks_bound_holds", sweep.lowest_over_floor, cs::Compare::at_least,
       kFloorHolds, "x",
       "the lowest overlapped / floor over the chunk counts: a time below it disproves it");
   cs::check_or_skip(
@@ -362,7 +388,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
       kOverlapVsBound, "x",
       "the worst chunk count's overlapped / bound; any GPU; median H200 target <= 1.03x");
   cs::check_or_skip(cs::first_reason({run.overlap_skip, lab::speedup_limits(engines, S, 1024)}),
-                    "chunks_best_vs_one", sweep.best_vs_one(), cs::Compare::at_least,
+                    "chunks_best_vs_one", sweep.best_vs_one, cs::Compare::at_least,
                     speedup_bar(engines), "x", "one chunk's time / the best chunk count's");
   if (!run.chunks_svg.empty() && run.measure()) sweep.write_svg(run.chunks_svg);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));

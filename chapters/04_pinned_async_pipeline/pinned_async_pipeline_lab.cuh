@@ -49,12 +49,13 @@ inline double ratio(double a, double b) {
 
 struct Run {
   int mib = 256, chunks = 32, streams = 4, repeats = 5, engines = 0;  // engines: asyncEngineCount
-  std::string chunks_svg;
   cs::CommonOptions common;
-  std::string skip;          // why every timed check is skipped here ("" when they run)
-  std::string no_overlap;    // why streams issued from this thread cannot overlap as they should
-  std::string overlap_skip;  // why the overlap checks skip: `skip`, else `no_overlap`
-  std::string holds_skip;    // why the bound_holds checks skip, whatever the streams
+  // Why every timed check skips ("" when they run); why streams issued from this thread cannot
+  // overlap as they should; why the overlap checks skip (either); why chunks_bound_holds and
+  // bound_holds skip: one hardware queue, where the two streams that time both copy directions
+  // wait for each other, and for bound_holds more streams than copy engines + 1, where copies of
+  // one direction overlap, which the model's one engine per direction does not bound.
+  std::string chunks_svg, skip, no_overlap, overlap_skip, holds_skip, pipeline_holds_skip;
   bool measure() const { return !common.no_timing; }
   void add_flags(cs::Options& options) {
     options.add_int("mib", &mib, 1, 65536,
@@ -103,16 +104,10 @@ inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const cudaDe
   const char* queue = "CUDA_DEVICE_MAX_CONNECTIONS=1: both copy directions wait in one queue";
   run.holds_skip = cs::first_reason({run.overlap_skip, env.max_connections == 1 ? queue : ""});
   run.engines = prop.asyncEngineCount;
-}
-
-// Why a bound_holds check skips: one hardware queue, where the two streams that time both copy
-// directions wait for each other; more streams than copy engines + 1, where copies of one
-// direction overlap, which the model's one engine per direction does not bound.
-inline std::string holds_skip(const Run& run, int streams) {
   const std::string engines = cs::format(
-      "%d streams on %d copy engines: copies of one direction overlap", streams, run.engines);
-  return cs::first_reason(
-      {run.holds_skip, streams > run.engines + 1 && run.engines > 0 ? engines : ""});
+      "%d streams on %d copy engines: copies of one direction overlap", run.streams, run.engines);
+  run.pipeline_holds_skip = cs::first_reason(
+      {run.holds_skip, run.streams > run.engines + 1 && run.engines > 0 ? engines : ""});
 }
 
 // Why the speedup over serial cannot reach its bar: no copy engine, fewer than a stream per stage,
@@ -352,12 +347,11 @@ inline Model measure_model(const Buffers& b, const Run& run, double kernel_share
 }
 
 // The least time the overlapped pipeline can take, from the stages measured without it.
+// Its limits: what the copy engines and the SMs allow; each stream runs its own chunks one after
+// another; the host issues three calls per chunk, one after another. The floor, which no run can
+// beat: each stage at the rate it reached alone, no model of the bus.
 struct Bound {
-  double engines_ms = 0;  // what the copy engines and the SMs allow
-  double streams_ms = 0;  // each stream runs its own chunks one after another
-  double host_ms = 0;     // the host issues three calls per chunk, one after another
-  // A floor no run can beat: each stage at the rate it reached alone, no model of the bus.
-  double floor_ms = 0;
+  double engines_ms = 0, streams_ms = 0, host_ms = 0, floor_ms = 0;
   double ms() const { return std::max({engines_ms, streams_ms, host_ms}); }
   const char* pacer() const {
     return ms() == host_ms ? "host" : ms() == streams_ms ? "streams" : "engines";
@@ -417,29 +411,25 @@ inline void print_orders(const Bound& bound, int chunks, const char* const* name
 
 // Part chunks' table, a row per timed chunk count, and what its checks and its picture read.
 struct Sweep {
-  std::vector<double> overlapped_ms, bound_ms, over_floor;
-  double serial_ms = 0, worst_over_bound = 0;  // serial_ms: the serial run at one chunk
-  int best = 0;                                // index of the fastest chunk count
-  explicit Sweep(bool timed) {
-    if (timed)
+  std::vector<double> overlapped_ms, bound_ms;
+  double serial_ms = 0;  // the serial run at one chunk
+  // Over the timed counts (0 when nothing was timed): the lowest overlapped / floor, the worst
+  // overlapped / bound, and one chunk's time / the best count's (index `best`).
+  double lowest_over_floor = 0, worst_over_bound = 0, best_vs_one = 0;
+  int best = 0;
+  void add(const Buffers& b, int chunks, double serial, double ms, const Bound& bound) {
+    if (chunks == 1)
+      serial_ms = serial, lowest_over_floor = ratio(ms, bound.floor_ms),
       std::printf(
           "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
-  }
-  void add(const Buffers& b, int chunks, double serial, double ms, const Bound& bound) {
-    if (chunks == 1) serial_ms = serial;
     overlapped_ms.push_back(ms), bound_ms.push_back(bound.ms());
-    over_floor.push_back(ratio(ms, bound.floor_ms));
+    lowest_over_floor = std::min(lowest_over_floor, ratio(ms, bound.floor_ms));
     worst_over_bound = std::max(worst_over_bound, ratio(ms, bound.ms()));
     std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", chunks,
                 cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(), serial, ms, bound.ms(),
                 bound.pacer(), ratio(ms, bound.ms()));
     if (ms < overlapped_ms[best]) best = static_cast<int>(overlapped_ms.size()) - 1;
-  }
-  double lowest_over_floor() const {  // 0 when nothing was timed
-    return over_floor.empty() ? 0 : *std::min_element(over_floor.begin(), over_floor.end());
-  }
-  double best_vs_one() const {
-    return overlapped_ms.empty() ? 0 : ratio(overlapped_ms[0], overlapped_ms[best]);
+    best_vs_one = ratio(overlapped_ms[0], overlapped_ms[best]);
   }
   // --chunks-svg: a row with the serial time, then per chunk count the measured time with its
   // lower bound drawn over it (and the measured bar again where it is the shorter).
