@@ -97,7 +97,8 @@ inline cs::TimelineSpan span(cs::Timeline* timeline, const std::string& row, con
 
 // Why part 3's or part 4's timed check cannot hold here, or "" (queried, never measured):
 // --no-timing, a launch setting, fewer hardware queues than the part's `streams` (streams
-// created back to back take the queues in turn), or a device of one priority level.
+// created back to back took the queues in turn on the devices measured; not documented), or a
+// device of one priority level.
 inline std::string skip_reason(const cs::CommonOptions& common, const cs::LaunchEnvironment& env,
                                int streams, int levels) {
   if (!common.timing_skip_reason().empty()) return common.timing_skip_reason();

@@ -133,7 +133,7 @@ inline const char* schedule_name(unsigned int flags) {
     case cudaDeviceScheduleBlockingSync:
       return "blocking sync";
     default:
-      return "auto (spins while the process has fewer CUDA contexts than CPU cores)";
+      return "auto (spins while the process has no more CUDA contexts than logical processors)";
   }
 }
 

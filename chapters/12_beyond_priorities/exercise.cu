@@ -7,9 +7,11 @@
 //   the consumer, with no event between the streams. As given, A waits for a value the flag
 //   already holds, so the consumer reads the data before the producer wrote it, and every
 //   value it computes is wrong. Make the results right, with the same two streams and the flag
-//   (no event, no synchronization of B). The line marked TODO(exercise) is where to look. Do not
-//   change the producer, stream B's work or the check. A wait for a value nobody ever writes
-//   does not hang the program: after 2 s the host releases it and the program says so.
+//   (no event, no synchronization of B: here to see what the flag alone does; real code should
+//   also order the streams with an event, see the lesson). The line marked TODO(exercise) is
+//   where to look. Do not change the producer, stream B's work or the check. A wait for a value
+//   nobody ever writes does not hang the program: after 2 s the host releases it and the
+//   program says so.
 //
 // Build, run and test
 //   cmake --preset exercises && cmake --build --preset exercises

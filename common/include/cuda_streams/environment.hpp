@@ -7,7 +7,7 @@
  *   cannot keep kernels of two streams running at once: overlap between their
  *   kernels, and the host running ahead of the GPU's kernels, disappear.
  *   Copies stay asynchronous: on the H200 a `cudaMemcpyAsync` from pinned
- *   memory still returned in microseconds under it (chapter 07 measures it),
+ *   memory still returned in microseconds under it (chapter 04 measures it),
  *   so do not assume that the setting hides a race with a copy.
  * - `CUDA_DEVICE_MAX_CONNECTIONS=N` (default 8, at most 32) is the number of
  *   hardware work queues the streams of a process share. Training setups set
