@@ -103,8 +103,8 @@ void measure_copy(lab::Copy& copy, std::size_t bytes, int repeats) {
   }
   // end core
   copy.call_ms = cs::median(calls), copy.copy_ms = cs::median(copies);
-  std::printf("    %-16s %8.1f GB/s   %11.3f ms   %11.3f ms   %8.3f\n", copy.name, copy.gbps,
-              copy.call_ms, copy.copy_ms, lab::ratio(copy.call_ms, copy.copy_ms));
+  std::printf("  %s: %.1f GB/s, call %.3f ms, copy %.3f ms\n", copy.name, copy.gbps, copy.call_ms,
+              copy.copy_ms);
   CS_CHECK(cudaEventDestroy(start));
   CS_CHECK(cudaEventDestroy(stop));
   CS_CHECK(cudaStreamDestroy(stream));
@@ -159,7 +159,6 @@ void part_pinned(lab::Buffers& b, const lab::Run& run) {
                            {"pageable D2H", b.pageable.data(), b.dev_in, cudaMemcpyDeviceToHost}};
   lab::Copy pinned[2] = {{"pinned H2D", b.dev_in, b.host_in, cudaMemcpyHostToDevice},
                          {"pinned D2H", b.host_out, b.dev_in, cudaMemcpyDeviceToHost}};
-  if (run.measure()) std::printf("%s", lab::kCopyHeader);
   for (lab::Copy* copy : {&pageable[0], &pageable[1], &pinned[0], &pinned[1]})
     if (run.measure()) measure_copy(*copy, b.bytes, run.repeats);
   // Pageable copies go through a staging copy on the CPU, then the same DMA as pinned memory.
@@ -179,8 +178,7 @@ void part_pinned(lab::Buffers& b, const lab::Run& run) {
 
 void part_register(lab::Buffers& b, const lab::Run& run) {
   lab::Copy before{"vector, before", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice};
-  if (run.measure())
-    std::printf("%s", lab::kCopyHeader), measure_copy(before, b.bytes, run.repeats);
+  if (run.measure()) measure_copy(before, b.bytes, run.repeats);
   // core: register
   cudaPointerAttributes was{}, is{};
   CS_CHECK(cudaPointerGetAttributes(&was, b.pageable.data()));
@@ -228,9 +226,6 @@ void clear_outputs(const lab::Buffers& b) {
 // The kernel is sized to 0.9 of one chunk's copy, so that the copy engines pace the pipeline;
 // the bars are the lesson's (time / bound within 1.4x, time / floor at least 0.95x).
 constexpr double kKernelShare = 0.9, kOverlapVsBound = 1.4, kFloorHolds = 0.95;
-double speedup_bar(int engines) {
-  return engines >= 2 ? 1.8 : 1.5;
-}
 
 // The pipeline at C chunks in `order`: 0 serial (every chunk in streams[0]), 1 depth-first (chunk
 // by chunk, chunk c in stream c % S), 2 breadth-first (a wave of one chunk per stream: its H2Ds,
@@ -273,16 +268,17 @@ void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int 
 
 void part_pipeline(lab::Buffers& b, const lab::Run& run) {
   const int C = run.chunks, S = run.streams, engines = run.engines;
-  lab::print_shape(b, C, S);
+  std::printf("  %d chunk(s) of %s over %d stream(s)%s%s\n", C,
+              cs::format_bytes(4.0 * b.begin(1, C)).c_str(), S,
+              b.elements % C ? " (sizes differ by one element at most)" : "",
+              S > C ? cs::format(" (only %d of the %d streams get a chunk)", C, S).c_str() : "");
   std::vector<cudaStream_t> streams(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   // Stage times, the kernel's size, the fixed cost of one operation (defaults without timing).
   const lab::Model m = lab::measure_model(b, run, kKernelShare, streams[0]);
   if (run.measure())
-    std::printf(
-        "  kernel calibrated once: %d multiply-adds per element make one chunk's kernel"
-        " take %.3f ms\n  (one chunk's copy inside the pipeline: %.3f ms)\n",
-        m.iterations, m.stages.kernel_ms / C, m.copy_pace_ms);
+    std::printf("  kernel calibrated once: %d multiply-adds per element, %.3f ms (copy %.3f)\n",
+                m.iterations, m.stages.kernel_ms / C, m.copy_pace_ms);
   // Each order timed (fork/join: events on streams[0] see every stream), then run once more on a
   // timeline and checked element by element against the CPU's reference.
   const char* names[] = {"serial", "depth_first", "breadth_first"};
@@ -304,7 +300,9 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
     cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
   }
   const lab::Bound bound = lab::pipeline_bound(m.stages, C, S, engines, ms[0], m);
-  if (run.measure()) lab::print_orders(bound, C, names, ms);
+  if (run.measure())
+    std::printf("  bound: %.3f ms (paced by the %s); serial %.3f, depth %.3f, breadth %.3f ms\n",
+                bound.ms(), bound.pacer(), ms[0], ms[1], ms[2]);
   for (int i = 0; i < 3; ++i) cs::publish_timeline(drawn[i], run.common, lab::kOrderTitles[i]);
   cs::check_or_skip(run.pipeline_holds_skip, "bound_holds",
                     lab::ratio(std::min(ms[1], ms[2]), bound.floor_ms), cs::Compare::at_least,
@@ -318,7 +316,7 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
                       "overlapped / bound; any GPU; H200 target <= 1.03x (median)");
     cs::check_or_skip(
         speedup_skip, std::string("speedup_") + names[i], lab::ratio(ms[0], ms[i]),
-        cs::Compare::at_least, speedup_bar(engines), "x",
+        cs::Compare::at_least, run.speedup_bar(), "x",
         cs::format("serial / overlapped; asyncEngineCount %d; H200 target >= 2.50x", engines));
   }
   if (!run.no_overlap.empty() && run.measure())
@@ -365,7 +363,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
                         }).median;
       // end core
       // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
-      sweep.add(b, C, serial, ms, lab::pipeline_bound(st, C, S, engines, serial, m));
+      sweep.add(C, serial, ms, lab::pipeline_bound(st, C, S, engines, serial, m));
     } else {
       issue(b, streams, C, 1, m.iterations);
     }
@@ -389,7 +387,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
       "the worst chunk count's overlapped / bound; any GPU; median H200 target <= 1.03x");
   cs::check_or_skip(cs::first_reason({run.overlap_skip, lab::speedup_limits(engines, S, 1024)}),
                     "chunks_best_vs_one", sweep.best_vs_one, cs::Compare::at_least,
-                    speedup_bar(engines), "x", "one chunk's time / the best chunk count's");
+                    run.speedup_bar(), "x", "one chunk's time / the best chunk count's");
   if (!run.chunks_svg.empty() && run.measure()) sweep.write_svg(run.chunks_svg);
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }

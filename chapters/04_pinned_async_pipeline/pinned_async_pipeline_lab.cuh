@@ -57,6 +57,7 @@ struct Run {
   // one direction overlap, which the model's one engine per direction does not bound.
   std::string chunks_svg, skip, no_overlap, overlap_skip, holds_skip, pipeline_holds_skip;
   bool measure() const { return !common.no_timing; }
+  double speedup_bar() const { return engines >= 2 ? 1.8 : 1.5; }  // serial / overlapped
   void add_flags(cs::Options& options) {
     options.add_int("mib", &mib, 1, 65536,
                     "data size in MiB (the seed's, the copies', the pipeline's)");
@@ -134,9 +135,6 @@ struct Copy {
   cudaMemcpyKind kind;
   double gbps = 0, call_ms = 0, copy_ms = 0;
 };
-const char* const kCopyHeader =
-    "  copy             cudaMemcpy      one cudaMemcpyAsync: inside the call  the copy  "
-    "call/copy\n";
 
 // Lets events on streams[0] time work spread over all streams: fork() makes every stream wait
 // for this point of streams[0]; join() makes streams[0] wait for all of them.
@@ -387,62 +385,38 @@ inline Bound pipeline_bound(const Stages& s, int chunks, int streams, int engine
   return bound;
 }
 
-inline void print_shape(const Buffers& b, int chunks, int streams) {
-  std::printf("  %d chunk%s of %s%s over %d stream%s\n", chunks, chunks == 1 ? "" : "s",
-              cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(),
-              b.elements % chunks ? " (sizes differ by one element at most)" : "", streams,
-              streams == 1 ? "" : "s");
-  if (streams > chunks) std::printf("  (only %d of the %d streams get a chunk)\n", chunks, streams);
-}
 const char* const kOrderTitles[] = {
     "Serial: every chunk in stream 0, nothing overlaps",
     "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
     "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
-// Part 4's bound and table of the three orders' times.
-inline void print_orders(const Bound& bound, int chunks, const char* const* names,
-                         const double* ms) {
-  std::printf("    bound: %.3f ms (paced by the %s) for %d chunks\n", bound.ms(), bound.pacer(),
-              chunks);
-  std::printf("  order            time ms   speedup over serial   time / bound\n");
-  for (int i = 0; i < 3; ++i)
-    std::printf("    %-14s %8.3f   %12.2fx         %8.2fx\n", names[i], ms[i], ratio(ms[0], ms[i]),
-                ratio(ms[i], bound.ms()));
-}
-
-// Part chunks' table, a row per timed chunk count, and what its checks and its picture read.
+// Part chunks' figures, a line per timed chunk count, and what its checks and its picture read:
+// over the timed counts (0 when nothing was timed), the lowest overlapped / floor, the worst
+// overlapped / bound, and one chunk's time / the best count's (index `best`). The picture
+// (--chunks-svg): a row with the serial time, then per chunk count the measured time with its
+// lower bound drawn over it (and the measured bar again where it is the shorter).
 struct Sweep {
-  std::vector<double> overlapped_ms, bound_ms;
-  double serial_ms = 0;  // the serial run at one chunk
-  // Over the timed counts (0 when nothing was timed): the lowest overlapped / floor, the worst
-  // overlapped / bound, and one chunk's time / the best count's (index `best`).
+  std::vector<double> overlapped_ms;
   double lowest_over_floor = 0, worst_over_bound = 0, best_vs_one = 0;
   int best = 0;
-  void add(const Buffers& b, int chunks, double serial, double ms, const Bound& bound) {
+  cs::TimelineData chart{{"serial"}, {}};
+  void add(int chunks, double serial, double ms, const Bound& bound) {
+    std::printf("  %d chunks: serial %.3f ms, overlapped %.3f ms, bound %.3f ms (%s)\n", chunks,
+                serial, ms, bound.ms(), bound.pacer());
     if (chunks == 1)
-      serial_ms = serial, lowest_over_floor = ratio(ms, bound.floor_ms),
-      std::printf(
-          "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
-    overlapped_ms.push_back(ms), bound_ms.push_back(bound.ms());
+      lowest_over_floor = ratio(ms, bound.floor_ms),
+      chart.spans.push_back({0, "serial, no overlap (1 chunk)", "", 0, serial});
+    overlapped_ms.push_back(ms);
     lowest_over_floor = std::min(lowest_over_floor, ratio(ms, bound.floor_ms));
     worst_over_bound = std::max(worst_over_bound, ratio(ms, bound.ms()));
-    std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", chunks,
-                cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(), serial, ms, bound.ms(),
-                bound.pacer(), ratio(ms, bound.ms()));
     if (ms < overlapped_ms[best]) best = static_cast<int>(overlapped_ms.size()) - 1;
     best_vs_one = ratio(overlapped_ms[0], overlapped_ms[best]);
+    const cs::Span measured{static_cast<int>(chart.rows.size()), "overlapped, measured", "", 0, ms};
+    chart.rows.push_back(cs::format("%d chunk%s", chunks, chunks == 1 ? "" : "s"));
+    chart.spans.push_back(measured);
+    chart.spans.push_back({measured.row, "lower bound from the stages' times", "", 0, bound.ms()});
+    if (ms < bound.ms()) chart.spans.push_back(measured);  // it beat the bound
   }
-  // --chunks-svg: a row with the serial time, then per chunk count the measured time with its
-  // lower bound drawn over it (and the measured bar again where it is the shorter).
   void write_svg(const std::string& path) const {
-    cs::TimelineData chart{{"serial"}, {{0, "serial, no overlap (1 chunk)", "", 0, serial_ms}}};
-    for (std::size_t i = 0; i < overlapped_ms.size(); ++i) {
-      const int row = static_cast<int>(chart.rows.size());
-      chart.rows.push_back(cs::format("%d chunk%s", 1 << i, i == 0 ? "" : "s"));
-      const cs::Span measured{row, "overlapped, measured", "", 0, overlapped_ms[i]};
-      chart.spans.push_back(measured);
-      chart.spans.push_back({row, "lower bound from the stages' times", "", 0, bound_ms[i]});
-      if (measured.end_ms < bound_ms[i]) chart.spans.push_back(measured);  // it beat the bound
-    }
     std::ofstream file(path);
     file << cs::render_svg(chart,
                            "Time by chunk count; lower bound = max(engines: stage times + "
