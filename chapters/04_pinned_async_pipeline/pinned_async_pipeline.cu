@@ -229,9 +229,12 @@ constexpr double kKernelShare = 0.9, kOverlapVsBound = 1.4, kFloorHolds = 0.95;
 
 // The pipeline at C chunks in `order`: 0 serial (every chunk in streams[0]), 1 depth-first (chunk
 // by chunk, chunk c in stream c % S), 2 breadth-first (a wave of one chunk per stream: its H2Ds,
-// then its kernels, then its D2Hs). Each operation is drawn on `timeline`, if given.
+// then its kernels, then its D2Hs). With `joins` (an event per stream), streams[0] forks the
+// other streams before and joins them after, so that events on streams[0] time all of them.
+// Each operation is drawn on `timeline`, if given.
 void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int C, int order,
-           int iterations, cs::Timeline* timeline = nullptr) {
+           int iterations, const std::vector<cudaEvent_t>* joins = nullptr,
+           cs::Timeline* timeline = nullptr) {
   const int S = static_cast<int>(streams.size()), wave = order == 2 ? S : 1;
   auto row = [&](int c) { return order == 0 ? 0 : c % S; };
   auto on = [&](int c) { return streams[row(c)]; };
@@ -240,6 +243,8 @@ void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int 
                     : cs::TimelineSpan();
   };
   auto at = [&](int c) { return b.begin(c, C); };
+  if (joins) CS_CHECK(cudaEventRecord((*joins)[0], streams[0]));
+  for (int s = 1; joins && s < S; ++s) CS_CHECK(cudaStreamWaitEvent(streams[s], (*joins)[0], 0));
   // core: pipeline
   for (int first = 0; first < C; first += wave) {
     const int last = std::min(C, first + wave);
@@ -264,6 +269,10 @@ void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int 
     }
   }
   // end core
+  for (int s = 1; joins && s < S; ++s) {
+    CS_CHECK(cudaEventRecord((*joins)[s], streams[s]));
+    CS_CHECK(cudaStreamWaitEvent(streams[0], (*joins)[s], 0));
+  }
 }
 
 void part_pipeline(lab::Buffers& b, const lab::Run& run) {
@@ -283,18 +292,19 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
   // timeline and checked element by element against the CPU's reference.
   const char* names[] = {"serial", "depth_first", "breadth_first"};
   const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
-  lab::ForkJoin fork_join(streams);
+  std::vector<cudaEvent_t> joins(S);
+  for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   double ms[3] = {};
   for (int i = 0; i < 3 && run.measure(); ++i)
     ms[i] = cs::time_on_stream_ms(streams[0], lab::kWarmup, run.repeats, [&] {
-              fork_join.fork(), issue(b, streams, C, i, m.iterations), fork_join.join();
+              issue(b, streams, C, i, m.iterations, &joins);
             }).median;
   cs::TimelineData drawn[3];
   for (int i = 0; i < 3; ++i) {
     clear_outputs(b);
     cs::Timeline timeline;
     timeline.start(streams[0]);
-    fork_join.fork(), issue(b, streams, C, i, m.iterations, &timeline), fork_join.join();
+    issue(b, streams, C, i, m.iterations, &joins, &timeline);
     drawn[i] = timeline.collect();
     CS_CHECK(cudaDeviceSynchronize());
     cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
@@ -323,6 +333,7 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
     std::printf(
         "  Here, %s:\n  depth-first takes %.2fx and breadth-first %.2fx of the serial time.\n",
         run.no_overlap.c_str(), lab::ratio(ms[1], ms[0]), lab::ratio(ms[2], ms[0]));
+  for (cudaEvent_t e : joins) CS_CHECK(cudaEventDestroy(e));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -344,7 +355,8 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
       });
   // The same pipeline at 1, 2, 4, ... 1024 chunks: its stages, the serial and the overlapped
   // (depth-first) time, the bound, and whether the output matches the CPU's.
-  lab::ForkJoin fork_join(streams);
+  std::vector<cudaEvent_t> joins(S);
+  for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
   for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
   const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
@@ -359,7 +371,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
                               issue(b, streams, C, 0, m.iterations);
                             }).median;
       const double ms = cs::time_on_stream_ms(streams[0], lab::kWarmup, repeats, [&] {
-                          fork_join.fork(), issue(b, streams, C, 1, m.iterations), fork_join.join();
+                          issue(b, streams, C, 1, m.iterations, &joins);
                         }).median;
       // end core
       // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
@@ -389,6 +401,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
                     "chunks_best_vs_one", sweep.best_vs_one, cs::Compare::at_least,
                     run.speedup_bar(), "x", "one chunk's time / the best chunk count's");
   if (!run.chunks_svg.empty() && run.measure()) sweep.write_svg(run.chunks_svg);
+  for (cudaEvent_t e : joins) CS_CHECK(cudaEventDestroy(e));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 

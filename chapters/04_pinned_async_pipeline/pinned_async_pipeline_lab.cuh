@@ -136,30 +136,6 @@ struct Copy {
   double gbps = 0, call_ms = 0, copy_ms = 0;
 };
 
-// Lets events on streams[0] time work spread over all streams: fork() makes every stream wait
-// for this point of streams[0]; join() makes streams[0] wait for all of them.
-struct ForkJoin {
-  const std::vector<cudaStream_t>& streams;
-  std::vector<cudaEvent_t> events;
-  explicit ForkJoin(const std::vector<cudaStream_t>& s) : streams(s), events(s.size()) {
-    for (cudaEvent_t& e : events) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  }
-  ~ForkJoin() {
-    for (cudaEvent_t e : events) cudaEventDestroy(e);
-  }
-  void fork() {
-    CS_CHECK(cudaEventRecord(events[0], streams[0]));
-    for (std::size_t s = 1; s < streams.size(); ++s)
-      CS_CHECK(cudaStreamWaitEvent(streams[s], events[0], 0));
-  }
-  void join() {
-    for (std::size_t s = 1; s < streams.size(); ++s) {
-      CS_CHECK(cudaEventRecord(events[s], streams[s]));
-      CS_CHECK(cudaStreamWaitEvent(streams[0], events[s], 0));
-    }
-  }
-};
-
 // Every chunk's `stage` (0 H2D, 1 kernel, 2 D2H) in one stream: that stage's total time alone.
 inline double stage_alone_ms(const Buffers& b, int chunks, int stage, int iterations,
                              cudaStream_t stream, int repeats) {
