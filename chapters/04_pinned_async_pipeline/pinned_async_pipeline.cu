@@ -330,9 +330,8 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
         cs::format("serial / overlapped; asyncEngineCount %d; H200 target >= 2.50x", engines));
   }
   if (!run.no_overlap.empty() && run.measure())
-    std::printf(
-        "  Here, %s:\n  depth-first takes %.2fx and breadth-first %.2fx of the serial time.\n",
-        run.no_overlap.c_str(), lab::ratio(ms[1], ms[0]), lab::ratio(ms[2], ms[0]));
+    std::printf("  depth-first takes %.2fx and breadth-first %.2fx of the serial time\n",
+                lab::ratio(ms[1], ms[0]), lab::ratio(ms[2], ms[0]));
   for (cudaEvent_t e : joins) CS_CHECK(cudaEventDestroy(e));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
@@ -360,7 +359,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
   cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
   for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
   const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
-  lab::Sweep sweep;  // the table, a row per timed chunk count
+  lab::Sweep sweep;  // a line per timed chunk count
   int wrong = 0;
   for (int C = 1; C <= 1024; C *= 2) {
     clear_outputs(b);

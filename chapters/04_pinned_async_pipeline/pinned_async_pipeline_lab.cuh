@@ -138,24 +138,23 @@ struct Copy {
 
 // Every chunk's `stage` (0 H2D, 1 kernel, 2 D2H) in one stream: that stage's total time alone.
 inline double stage_alone_ms(const Buffers& b, int chunks, int stage, int iterations,
-                             cudaStream_t stream, int repeats) {
+                             cudaStream_t on, int repeats) {
   auto all_chunks = [&] {
     for (int c = 0; c < chunks; ++c) {
-      const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks);
+      const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks), bytes = 4 * n;  // words
       if (stage == 0)
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyHostToDevice, stream));
+        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, bytes, cudaMemcpyHostToDevice, on));
       if (stage == 1) {
-        scramble<<<blocks_for(n), kBlock, 0, stream>>>(b.dev_out + at, b.dev_in + at, n, iterations,
-                                                       kMultiplier, kIncrement);
+        scramble<<<blocks_for(n), kBlock, 0, on>>>(b.dev_out + at, b.dev_in + at, n, iterations,
+                                                   kMultiplier, kIncrement);
         CS_CHECK_LAUNCH();
       }
       if (stage == 2)
-        CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyDeviceToHost, stream));
+        CS_CHECK(
+            cudaMemcpyAsync(b.host_out + at, b.dev_out + at, bytes, cudaMemcpyDeviceToHost, on));
     }
   };
-  return cs::time_on_stream_ms(stream, kWarmup, repeats, all_chunks).median;
+  return cs::time_on_stream_ms(on, kWarmup, repeats, all_chunks).median;
 }
 
 // The stages of a C-chunk pipeline, each a total over all chunks.
@@ -239,11 +238,10 @@ inline Stages measure_stages(const Buffers& b, int chunks, cudaStream_t up, cuda
       CS_CHECK(cudaEventRecord(start, up));
       CS_CHECK(cudaStreamWaitEvent(down, start, 0));
       for (int c = 0; c < chunks; ++c) {  // interleaved, so that both streams start together
-        const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks);
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyHostToDevice, up));
-        CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyDeviceToHost, down));
+        const std::size_t at = b.begin(c, chunks), bytes = b.size(c, chunks) * sizeof *b.dev_in;
+        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, bytes, cudaMemcpyHostToDevice, up));
+        CS_CHECK(
+            cudaMemcpyAsync(b.host_out + at, b.dev_out + at, bytes, cudaMemcpyDeviceToHost, down));
       }
       CS_CHECK(cudaEventRecord(up_done, up));
       CS_CHECK(cudaEventRecord(down_done, down));
