@@ -79,10 +79,8 @@ namespace {
 // One copy, four ways to time it: plain cudaMemcpy (its bandwidth), then one cudaMemcpyAsync into
 // an idle stream, with a host clock around the call and events around the copy.
 void measure_copy(lab::Copy& copy, std::size_t bytes, int repeats) {
-  copy.gbps =
-      lab::ratio(1.0 * bytes, 1e6 * cs::time_on_stream_ms(nullptr, 1, repeats, [&] {
-                                      CS_CHECK(cudaMemcpy(copy.dst, copy.src, bytes, copy.kind));
-                                    }).median);
+  auto plain = [&] { CS_CHECK(cudaMemcpy(copy.dst, copy.src, bytes, copy.kind)); };
+  copy.gbps = lab::ratio(bytes, 1e6 * cs::time_on_stream_ms(nullptr, 1, repeats, plain).median);
   cudaStream_t stream;
   cudaEvent_t start, stop;
   CS_CHECK(cudaStreamCreate(&stream));
@@ -299,13 +297,12 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
     ms[i] = cs::time_on_stream_ms(streams[0], lab::kWarmup, run.repeats, [&] {
               issue(b, streams, C, i, m.iterations, &joins);
             }).median;
-  cs::TimelineData drawn[3];
   for (int i = 0; i < 3; ++i) {
     clear_outputs(b);
     cs::Timeline timeline;
     timeline.start(streams[0]);
     issue(b, streams, C, i, m.iterations, &joins, &timeline);
-    drawn[i] = timeline.collect();
+    cs::publish_timeline(timeline.collect(), run.common, lab::kOrderTitles[i]);
     CS_CHECK(cudaDeviceSynchronize());
     cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
   }
@@ -313,7 +310,6 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
   if (run.measure())
     std::printf("  bound: %.3f ms (paced by the %s); serial %.3f, depth %.3f, breadth %.3f ms\n",
                 bound.ms(), bound.pacer(), ms[0], ms[1], ms[2]);
-  for (int i = 0; i < 3; ++i) cs::publish_timeline(drawn[i], run.common, lab::kOrderTitles[i]);
   cs::check_or_skip(run.pipeline_holds_skip, "bound_holds",
                     lab::ratio(std::min(ms[1], ms[2]), bound.floor_ms), cs::Compare::at_least,
                     kFloorHolds, "x",

@@ -272,12 +272,10 @@ inline Model measure_model(const Buffers& b, const Run& run, double kernel_share
   const int chunks = run.chunks, repeats = run.repeats, engines = run.engines;
   cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
   for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
-  m.plain_ms[0] = cs::time_on_stream_ms(nullptr, kWarmup, repeats, [&] {
-                    CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice));
-                  }).median;
-  m.plain_ms[1] = cs::time_on_stream_ms(nullptr, kWarmup, repeats, [&] {
-                    CS_CHECK(cudaMemcpy(b.host_out, b.dev_out, b.bytes, cudaMemcpyDeviceToHost));
-                  }).median;
+  auto h2d = [&] { CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice)); };
+  auto d2h = [&] { CS_CHECK(cudaMemcpy(b.host_out, b.dev_out, b.bytes, cudaMemcpyDeviceToHost)); };
+  m.plain_ms[0] = cs::time_on_stream_ms(nullptr, kWarmup, repeats, h2d).median;
+  m.plain_ms[1] = cs::time_on_stream_ms(nullptr, kWarmup, repeats, d2h).median;
   m.stages = measure_stages(b, chunks, pair[0], pair[1], engines, repeats);
   m.copy_pace_ms = (engines >= 2 ? std::max(m.stages.h2d_both_ms, m.stages.d2h_both_ms)
                                  : m.stages.h2d_ms + m.stages.d2h_ms) /
