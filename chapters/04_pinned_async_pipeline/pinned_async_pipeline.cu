@@ -14,7 +14,7 @@
 //   chunks    overlapped time against chunk count (1 to 1024): fill and drain against the fixed
 //             cost of each operation; the best chunk count
 // Parts pipeline and chunks share issue(), the pipeline's loop. The flags and the measurement
-// machinery (stage timing, calibration, the bound model, the tables printed, the SVG chart) are
+// machinery (stage timing, calibration, the bound model, the sweep's figures, the SVG chart) are
 // in pinned_async_pipeline_lab.cuh, which a reader may skip.
 //
 // Build and run
@@ -28,9 +28,9 @@
 //        common/src/*.cpp -o 04_pinned_async_pipeline       (one line)
 //
 // What to expect
-//   A heading per part, its measurements with units, and a CHECK line per property (the
+//   A heading per part, one line of figures per measurement, and a CHECK line per property (the
 //   measured ratio beside its bar); three ASCII timelines (H = H2D, K = kernel, D = D2H) and a
-//   table of time against chunk count; "All N checks passed". Exit status 0; 1 if a check
+//   line per chunk count; "All N checks passed". Exit status 0; 1 if a check
 //   fails; 2 for a bad command line; 77 (with a SKIP: line) where there is no CUDA device.
 
 #include <cuda_runtime.h>
