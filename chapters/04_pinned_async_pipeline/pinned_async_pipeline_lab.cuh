@@ -363,25 +363,22 @@ const char* const kOrderTitles[] = {
     "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
 // Part chunks' figures, a line per timed chunk count, and what its checks and its picture read:
 // over the timed counts (0 when nothing was timed), the lowest overlapped / floor, the worst
-// overlapped / bound, and one chunk's time / the best count's (index `best`). The picture
+// overlapped / bound, one chunk's time and the best count's (`best` chunks). The picture
 // (--chunks-svg): a row with the serial time, then per chunk count the measured time with its
 // lower bound drawn over it (and the measured bar again where it is the shorter).
 struct Sweep {
-  std::vector<double> overlapped_ms;
-  double lowest_over_floor = 0, worst_over_bound = 0, best_vs_one = 0;
-  int best = 0;
+  double lowest_over_floor = 0, worst_over_bound = 0, one_ms = 0, best_ms = 0;
+  int best = 1;
   cs::TimelineData chart{{"serial"}, {}};
   void add(int chunks, double serial, double ms, const Bound& bound) {
     std::printf("  %d chunks: serial %.3f ms, overlapped %.3f ms, bound %.3f ms (%s)\n", chunks,
                 serial, ms, bound.ms(), bound.pacer());
     if (chunks == 1)
-      lowest_over_floor = ratio(ms, bound.floor_ms),
+      lowest_over_floor = ratio(ms, bound.floor_ms), one_ms = best_ms = ms,
       chart.spans.push_back({0, "serial, no overlap (1 chunk)", "", 0, serial});
-    overlapped_ms.push_back(ms);
     lowest_over_floor = std::min(lowest_over_floor, ratio(ms, bound.floor_ms));
     worst_over_bound = std::max(worst_over_bound, ratio(ms, bound.ms()));
-    if (ms < overlapped_ms[best]) best = static_cast<int>(overlapped_ms.size()) - 1;
-    best_vs_one = ratio(overlapped_ms[0], overlapped_ms[best]);
+    if (ms < best_ms) best = chunks, best_ms = ms;
     const cs::Span measured{static_cast<int>(chart.rows.size()), "overlapped, measured", "", 0, ms};
     chart.rows.push_back(cs::format("%d chunk%s", chunks, chunks == 1 ? "" : "s"));
     chart.spans.push_back(measured);
