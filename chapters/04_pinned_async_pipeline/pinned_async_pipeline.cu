@@ -1,37 +1,19 @@
 // Chapter 04: pinned memory and the asynchronous copy/compute pipeline
 //
 // A copy and a kernel run at the same time only when they are in different streams and the copy
-// is asynchronous, which needs pinned (page-locked) host memory. This program starts from the
-// CUDA guide's two-stream example and turns it into a measured pipeline, one part per idea:
-//   seed      the guide's example as written: cudaMallocHost, per stream a cudaMemcpyAsync in,
-//             MyKernel<<<100, 512, 0, stream[i]>>>, a cudaMemcpyAsync back, cudaStreamDestroy
-//   pinned    pageable vs pinned memory: cudaMemcpy bandwidth, and the host time inside one
-//             cudaMemcpyAsync (the whole copy from pageable memory, microseconds from pinned)
-//   register  cudaHostRegister pins a buffer you already have: it copies at the pinned rate
-//   pipeline  S streams x C chunks, each chunk copied in, processed and copied out in its
-//             stream: serial time, overlapped time, the bound from the measured stages; issue
-//             order depth-first vs breadth-first on the timeline
-//   chunks    overlapped time against chunk count (1 to 1024): fill and drain against the fixed
-//             cost of each operation; the best chunk count
-// The flags and the measurement machinery (stage timing, calibration, the bound model, the chunk
-// sweep, the tables printed, the SVG chart) are in pinned_async_pipeline_lab.cuh, which a reader
-// may skip.
+// is asynchronous, which needs pinned (page-locked) host memory. The program starts from the CUDA
+// guide's two-stream example (part seed) and turns it into a measured pipeline: pageable vs
+// pinned copies (pinned), cudaHostRegister (register), S streams x C chunks against a bound from
+// the measured stages (pipeline), and the time against the chunk count (chunks). Parts pipeline
+// and chunks share issue(), the pipeline's loop; the measurement machinery (stage timing,
+// calibration, the bound) is in pinned_async_pipeline_lab.cuh, which a reader may skip.
 //
-// Build and run
+// Build and run (the lesson, README.md, has the nvcc line and the expected output)
 //   cmake --preset default && cmake --build --preset default
-//   build/bin/04_pinned_async_pipeline                         # every part
-//   build/bin/04_pinned_async_pipeline --part chunks --chunks-svg chunks.svg
-//   build/bin/04_pinned_async_pipeline --help                  # the flags and the parts
-// Without CMake, from the repository's root:
-//   nvcc -std=c++17 -arch=native -Icommon/include
-//        chapters/04_pinned_async_pipeline/pinned_async_pipeline.cu
-//        common/src/*.cpp -o 04_pinned_async_pipeline       (one line)
-//
-// What to expect
-//   A heading per part, its measurements with units, and a CHECK line per property (the
-//   measured ratio beside its bar); three ASCII timelines (H = H2D, K = kernel, D = D2H) and a
-//   table of time against chunk count; "All N checks passed". Exit status 0; 1 if a check
-//   fails; 2 for a bad command line; 77 (with a SKIP: line) where there is no CUDA device.
+//   build/bin/04_pinned_async_pipeline [--part seed|pinned|register|pipeline|chunks] [--help]
+// It prints a heading per part, a line of figures per measurement, three ASCII timelines and a
+// CHECK line per property. Exit status 0; 1 if a check fails; 2 for a bad command line; 77 (with a
+// SKIP: line) where there is no CUDA device.
 
 #include <cuda_runtime.h>
 
@@ -44,9 +26,8 @@
 #include "cuda_streams.hpp"
 #include "pinned_async_pipeline_lab.cuh"
 
-// The seed's MyKernel. The guide does not show its body; any per-element work will do, and this
-// one is exact in floating point for the small integers it gets, so the CPU reference is exact.
-// <<<100, 512>>> is 51200 threads, far fewer than the elements: each thread strides the array.
+// The seed's MyKernel (the guide does not show its body): exact in floating point for the small
+// integers it gets. <<<100, 512>>> is far fewer threads than elements: each strides the array.
 __global__ void MyKernel(float* output, const float* input, std::size_t size) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < size;
@@ -55,9 +36,16 @@ __global__ void MyKernel(float* output, const float* input, std::size_t size) {
   }
 }
 
-// The pipeline's kernel: `iterations` dependent multiply-adds per element. Its time grows with
-// `iterations` while its memory traffic stays one read and one write, so it does not compete
-// with the copies for bandwidth.
+// Holds its stream for `ns` nanoseconds (lab::measure_op_costs times copies queued behind it).
+__global__ void hold_stream(unsigned long long ns) {
+  const unsigned long long start = cs::globaltimer_ns();
+  while (cs::globaltimer_ns() - start < ns) {
+  }
+}
+
+// The pipeline's kernel: `iterations` dependent multiply-adds per element; its time grows with
+// `iterations`, its memory traffic does not (it does not compete with the copies for bandwidth).
+// With `multiplier` and `increment` as constants the compiler would fold four steps into one.
 __global__ void scramble(std::uint32_t* output, const std::uint32_t* input, std::size_t count,
                          int iterations, std::uint32_t multiplier, std::uint32_t increment) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -69,13 +57,19 @@ __global__ void scramble(std::uint32_t* output, const std::uint32_t* input, std:
 
 namespace {
 
-// One copy, four ways to time it: plain cudaMemcpy (its bandwidth), then one cudaMemcpyAsync into
+struct Copy {
+  double gbps = 0, call_ms = 0, copy_ms = 0;
+};
+
+// One copy of b.bytes (when timed): plain cudaMemcpy's bandwidth, then one cudaMemcpyAsync into
 // an idle stream, with a host clock around the call and events around the copy.
-void measure_copy(lab::Copy& copy, std::size_t bytes, int repeats) {
+Copy measure_copy(const std::string& name, void* dst, const void* src, cudaMemcpyKind kind,
+                  const lab::Buffers& b, const lab::Run& run) {
+  Copy copy;
+  if (!run.measure()) return copy;
+  auto plain = [&] { CS_CHECK(cudaMemcpy(dst, src, b.bytes, kind)); };
   copy.gbps =
-      lab::ratio(1.0 * bytes, 1e6 * cs::time_on_stream_ms(nullptr, 1, repeats, [&] {
-                                      CS_CHECK(cudaMemcpy(copy.dst, copy.src, bytes, copy.kind));
-                                    }).median);
+      lab::ratio(b.bytes, 1e6 * cs::time_on_stream_ms(nullptr, 1, run.repeats, plain).median);
   cudaStream_t stream;
   cudaEvent_t start, stop;
   CS_CHECK(cudaStreamCreate(&stream));
@@ -83,10 +77,10 @@ void measure_copy(lab::Copy& copy, std::size_t bytes, int repeats) {
   CS_CHECK(cudaEventCreate(&stop));
   std::vector<double> calls, copies;
   // core: pinned
-  for (int i = -1; i < repeats; ++i) {  // one warm-up
+  for (int i = -1; i < run.repeats; ++i) {  // one warm-up
     CS_CHECK(cudaEventRecord(start, stream));
     const double before = cs::host_now_ms();
-    CS_CHECK(cudaMemcpyAsync(copy.dst, copy.src, bytes, copy.kind, stream));
+    CS_CHECK(cudaMemcpyAsync(dst, src, b.bytes, kind, stream));
     const double after = cs::host_now_ms();
     CS_CHECK(cudaEventRecord(stop, stream));
     CS_CHECK(cudaEventSynchronize(stop));
@@ -96,17 +90,23 @@ void measure_copy(lab::Copy& copy, std::size_t bytes, int repeats) {
   }
   // end core
   copy.call_ms = cs::median(calls), copy.copy_ms = cs::median(copies);
-  std::printf("    %-16s %8.1f GB/s   %11.3f ms   %11.3f ms   %8.3f\n", copy.name, copy.gbps,
-              copy.call_ms, copy.copy_ms, lab::ratio(copy.call_ms, copy.copy_ms));
+  std::printf("  %s: %.1f GB/s, call %.3f ms, copy %.3f ms\n", name.c_str(), copy.gbps,
+              copy.call_ms, copy.copy_ms);
   CS_CHECK(cudaEventDestroy(start));
   CS_CHECK(cudaEventDestroy(stop));
   CS_CHECK(cudaStreamDestroy(stream));
+  return copy;
+}
+
+// Both directions between b.dev_in and host memory: [0] H2D from `from`, [1] D2H into `to`.
+std::vector<Copy> both_ways(const std::string& name, std::uint32_t* from, std::uint32_t* to,
+                            const lab::Buffers& b, const lab::Run& run) {
+  return {measure_copy(name + " H2D", b.dev_in, from, cudaMemcpyHostToDevice, b, run),
+          measure_copy(name + " D2H", to, b.dev_in, cudaMemcpyDeviceToHost, b, run)};
 }
 
 void part_seed(std::size_t total_elements) {
-  // The guide uses `size` both as an element offset (hostPtr + i * size) and as a byte count
-  // (cudaMallocHost(&hostPtr, 2 * size)). Read consistently, `size` is the number of floats each
-  // stream handles, and every byte count is size * sizeof(float).
+  // The guide's `size`, read consistently: the floats each stream handles (the lesson says why).
   const std::size_t size = total_elements / 2;
   float *inputDevPtr = nullptr, *outputDevPtr = nullptr;
   CS_CHECK(cudaMalloc(&inputDevPtr, 2 * size * sizeof(float)));
@@ -148,13 +148,8 @@ void part_pinned(lab::Buffers& b, const lab::Run& run) {
   CS_CHECK(cudaMemcpy(b.host_out, b.dev_in, b.bytes, cudaMemcpyDeviceToHost));
   cs::verify("pageable_round_trip", b.host_out, b.pageable.data(), b.elements);
 
-  lab::Copy pageable[2] = {{"pageable H2D", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice},
-                           {"pageable D2H", b.pageable.data(), b.dev_in, cudaMemcpyDeviceToHost}};
-  lab::Copy pinned[2] = {{"pinned H2D", b.dev_in, b.host_in, cudaMemcpyHostToDevice},
-                         {"pinned D2H", b.host_out, b.dev_in, cudaMemcpyDeviceToHost}};
-  if (run.measure()) std::printf("%s", lab::kCopyHeader);
-  for (lab::Copy* copy : {&pageable[0], &pageable[1], &pinned[0], &pinned[1]})
-    if (run.measure()) measure_copy(*copy, b.bytes, run.repeats);
+  const auto pageable = both_ways("pageable", b.pageable.data(), b.pageable.data(), b, run);
+  const auto pinned = both_ways("pinned", b.host_in, b.host_out, b, run);
   // Pageable copies go through a staging copy on the CPU, then the same DMA as pinned memory.
   lab::check_directions(run.skip, "pinned_vs_pageable", cs::Compare::at_least, 1.10,
                         "pinned / pageable cudaMemcpy bandwidth",
@@ -171,9 +166,8 @@ void part_pinned(lab::Buffers& b, const lab::Run& run) {
 }
 
 void part_register(lab::Buffers& b, const lab::Run& run) {
-  lab::Copy before{"vector, before", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice};
-  if (run.measure())
-    std::printf("%s", lab::kCopyHeader), measure_copy(before, b.bytes, run.repeats);
+  const Copy before =
+      measure_copy("vector, before", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice, b, run);
   // core: register
   cudaPointerAttributes was{}, is{};
   CS_CHECK(cudaPointerGetAttributes(&was, b.pageable.data()));
@@ -191,13 +185,8 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
   CS_CHECK(cudaMemcpy(b.pageable.data(), b.dev_in, b.bytes, cudaMemcpyDeviceToHost));
   cs::verify("registered_round_trip", b.pageable.data(), b.host_in, b.elements);
 
-  lab::Copy registered[2] = {
-      {"registered H2D", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice},
-      {"registered D2H", b.pageable.data(), b.dev_in, cudaMemcpyDeviceToHost}};
-  lab::Copy pinned[2] = {{"cudaMallocHost H2D", b.dev_in, b.host_in, cudaMemcpyHostToDevice},
-                         {"cudaMallocHost D2H", b.host_out, b.dev_in, cudaMemcpyDeviceToHost}};
-  for (lab::Copy* copy : {&registered[0], &registered[1], &pinned[0], &pinned[1]})
-    if (run.measure()) measure_copy(*copy, b.bytes, run.repeats);
+  const auto registered = both_ways("registered", b.pageable.data(), b.pageable.data(), b, run);
+  const auto pinned = both_ways("cudaMallocHost", b.host_in, b.host_out, b, run);
   CS_CHECK(cudaHostUnregister(b.pageable.data()));
 
   // A registered buffer is pinned memory: it copies at the rate of a cudaMallocHost buffer.
@@ -210,160 +199,188 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
                     "x", "call time after / before cudaHostRegister");
 }
 
-// The kernel is sized to 0.9 of one chunk's copy: the copy engines pace the pipeline, and the
-// kernel's own jitter does not. The overlapped run is within 1.4x of the bound (the H200: 1.03x
-// at 32 chunks, 1.27x at 1024 chunks or 64 streams, where per-copy costs dominate), and no run
-// beats the floor by more than timing noise (two medians of one schedule differed by up to 3% on
-// the H200). Three stages at once allow nearly 3x over serial, one copy engine nearly 2x.
-constexpr double kKernelShare = 0.9, kOverlapVsBound = 1.4, kFloorHolds = 0.95;
-double speedup_bar(int engines) {
-  return engines >= 2 ? 1.8 : 1.5;
+// Zeroes every buffer the pipeline writes, so that only the next run's work can pass a check.
+void clear_outputs(const lab::Buffers& b) {
+  CS_CHECK(cudaMemset(b.dev_in, 0, b.bytes));
+  CS_CHECK(cudaMemset(b.dev_out, 0, b.bytes));
+  std::fill(b.host_out, b.host_out + b.elements, 0u);
+  CS_CHECK(cudaDeviceSynchronize());
+}
+
+// The bars are the lesson's: time / bound within 1.4x, time / floor at least 0.95x.
+constexpr double kOverlapVsBound = 1.4, kFloorHolds = 0.95;
+
+// The pipeline at C chunks in `order`: 0 serial (all in streams[0]), 1 depth-first (chunk by
+// chunk, chunk c in stream c % S), 2 breadth-first (per wave of one chunk per stream: its H2Ds,
+// its kernels, its D2Hs). With `joins` (an event per stream), streams[0] forks the others before
+// and joins them after, so that events on streams[0] time all of them. Drawn on `timeline`.
+void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int C, int order,
+           int iterations, const std::vector<cudaEvent_t>* joins = nullptr,
+           cs::Timeline* timeline = nullptr) {
+  const int S = static_cast<int>(streams.size()), wave = order == 2 ? S : 1;
+  auto row = [&](int c) { return order == 0 ? 0 : c % S; };
+  auto on = [&](int c) { return streams[row(c)]; };
+  auto span = [&](int c, const char* kind) {
+    return timeline ? timeline->span(cs::format("stream %d", row(c)), kind, on(c))
+                    : cs::TimelineSpan();
+  };
+  auto at = [&](int c) { return b.begin(c, C); };
+  auto n = [&](int c) { return b.size(c, C); };  // chunk c's words (4 bytes each)
+  if (joins) CS_CHECK(cudaEventRecord((*joins)[0], streams[0]));
+  for (int s = 1; joins && s < S; ++s) CS_CHECK(cudaStreamWaitEvent(streams[s], (*joins)[0], 0));
+  // core: pipeline
+  for (int first = 0; first < C; first += wave) {
+    const int last = std::min(C, first + wave);
+    for (int c = first; c < last; ++c) {
+      auto drawn = span(c, "H2D");
+      CS_CHECK(cudaMemcpyAsync(b.dev_in + at(c), b.host_in + at(c), 4 * n(c),
+                               cudaMemcpyHostToDevice, on(c)));
+    }
+    for (int c = first; c < last; ++c) {
+      auto drawn = span(c, "kernel");
+      scramble<<<lab::blocks_for(n(c)), lab::kBlock, 0, on(c)>>>(
+          b.dev_out + at(c), b.dev_in + at(c), n(c), iterations, lab::kMultiplier, lab::kIncrement);
+      CS_CHECK_LAUNCH();
+    }
+    for (int c = first; c < last; ++c) {
+      auto drawn = span(c, "D2H");
+      CS_CHECK(cudaMemcpyAsync(b.host_out + at(c), b.dev_out + at(c), 4 * n(c),
+                               cudaMemcpyDeviceToHost, on(c)));
+    }
+  }
+  // end core
+  for (int s = 1; joins && s < S; ++s) {
+    CS_CHECK(cudaEventRecord((*joins)[s], streams[s]));
+    CS_CHECK(cudaStreamWaitEvent(streams[0], (*joins)[s], 0));
+  }
 }
 
 void part_pipeline(lab::Buffers& b, const lab::Run& run) {
   const int C = run.chunks, S = run.streams, engines = run.engines;
-  lab::print_shape(b, C, S);
+  std::printf("  %d chunk(s) of %s over %d stream(s)%s%s\n", C,
+              cs::format_bytes(4.0 * b.begin(1, C)).c_str(), S,
+              b.elements % C ? " (sizes differ by one element at most)" : "",
+              S > C ? cs::format(" (only %d of the %d streams get a chunk)", C, S).c_str() : "");
   std::vector<cudaStream_t> streams(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
-  // Stage times, the kernel's size, the fixed cost of one operation (defaults without timing).
-  const lab::Model m = lab::measure_model(b, run, kKernelShare, streams[0]);
+  const lab::Model m = lab::measure_model(b, run, streams[0]);  // stages, kernel, fixed costs
+  // Each order timed, then run once more on a timeline and checked against the CPU's reference.
+  const char* names[] = {"serial", "depth_first", "breadth_first"};
+  const char* titles[] = {
+      "Serial: every chunk in stream 0, nothing overlaps",
+      "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
+      "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
+  const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
+  std::vector<cudaEvent_t> joins(S);
+  for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  double ms[3] = {};
+  for (int i = 0; i < 3 && run.measure(); ++i)
+    ms[i] = cs::time_on_stream_ms(streams[0], 1, run.repeats, [&] {
+              issue(b, streams, C, i, m.iterations, &joins);
+            }).median;
+  for (int i = 0; i < 3; ++i) {
+    clear_outputs(b);
+    cs::Timeline timeline;
+    timeline.start(streams[0]);
+    issue(b, streams, C, i, m.iterations, &joins, &timeline);
+    cs::publish_timeline(timeline.collect(), run.common, titles[i]);
+    CS_CHECK(cudaDeviceSynchronize());
+    cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
+  }
+  const lab::Bound bound = lab::pipeline_bound(m, C, S, engines, ms[0]);
   if (run.measure())
     std::printf(
-        "  kernel calibrated once: %d multiply-adds per element make one chunk's kernel"
-        " take %.3f ms\n  (one chunk's copy inside the pipeline: %.3f ms)\n",
-        m.iterations, m.stages.kernel_ms / C, m.copy_pace_ms);
-  // The pipeline. Chunk c goes to stream c % S (every chunk to stream 0 in the serial run); in
-  // its stream its H2D, kernel and D2H run in order, and different streams overlap. Depth-first
-  // issues chunk by chunk; breadth-first takes a wave of one chunk per stream and issues its
-  // H2Ds, then its kernels, then its D2Hs.
-  auto issue = [&](int order, cs::Timeline* timeline) {  // 0 serial, 1 depth-first, 2 breadth-first
-    const int wave = order == 2 ? S : 1;
-    auto row = [&](int c) { return order == 0 ? 0 : c % S; };
-    auto on = [&](int c) { return streams[row(c)]; };
-    // Each operation drawn on the timeline, on the row of its stream, as it is issued (if drawn).
-    auto span = [&](int c, const char* kind) {
-      return timeline ? timeline->span(cs::format("stream %d", row(c)), kind, on(c))
-                      : cs::TimelineSpan();
-    };
-    auto at = [&](int c) { return b.begin(c, C); };
-    // core: pipeline
-    for (int first = 0; first < C; first += wave) {
-      const int last = std::min(C, first + wave);
-      for (int c = first; c < last; ++c) {
-        auto drawn = span(c, "H2D");
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at(c), b.host_in + at(c),
-                                 b.size(c, C) * sizeof(std::uint32_t), cudaMemcpyHostToDevice,
-                                 on(c)));
-      }
-      for (int c = first; c < last; ++c) {
-        auto drawn = span(c, "kernel");
-        scramble<<<lab::blocks_for(b.size(c, C)), lab::kBlock, 0, on(c)>>>(
-            b.dev_out + at(c), b.dev_in + at(c), b.size(c, C), m.iterations, lab::kMultiplier,
-            lab::kIncrement);
-        CS_CHECK_LAUNCH();
-      }
-      for (int c = first; c < last; ++c) {
-        auto drawn = span(c, "D2H");
-        CS_CHECK(cudaMemcpyAsync(b.host_out + at(c), b.dev_out + at(c),
-                                 b.size(c, C) * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
-                                 on(c)));
-      }
-    }
-    // end core
-  };
-  // Each order timed, then run once more on a timeline and checked element by element against
-  // the CPU's reference (CHECK pipeline_<order>).
-  const char* names[] = {"serial", "depth_first", "breadth_first"};
-  double ms[3] = {};
-  cs::TimelineData drawn[3];
-  lab::run_orders(b, streams, run, names, m.iterations, issue, ms, drawn);
-  const lab::Bound bound = lab::pipeline_bound(m.stages, C, S, engines, ms[0], m.cost);
-  if (run.measure()) lab::print_pipeline(bound, C, names, ms);
-  for (int i = 0; i < 3; ++i) cs::publish_timeline(drawn[i], run.common, lab::kOrderTitles[i]);
-  const std::string bound_skip = cs::first_reason({run.skip, run.no_overlap});
-  cs::check_or_skip(lab::holds_skip(bound_skip, run, S), "bound_holds",
+        "  kernel calibrated once: %d multiply-adds per element, %.3f ms (copy %.3f)\n"
+        "  bound: %.3f ms (paced by the %s); serial %.3f ms; depth-first takes %.2fx and "
+        "breadth-first %.2fx of the serial time\n",
+        m.iterations, m.alone[1] / C, m.copy_pace_ms, bound.ms(), bound.pacer(), ms[0],
+        lab::ratio(ms[1], ms[0]), lab::ratio(ms[2], ms[0]));
+  cs::check_or_skip(run.pipeline_holds_skip, "bound_holds",
                     lab::ratio(std::min(ms[1], ms[2]), bound.floor_ms), cs::Compare::at_least,
                     kFloorHolds, "x",
                     cs::format("the faster order's time / the floor, %.3f ms", bound.floor_ms));
   const std::string speedup_skip =
-      cs::first_reason({bound_skip, lab::speedup_limits(engines, S, C)});
+      cs::first_reason({run.overlap_skip, lab::speedup_limits(engines, S, C)});
   for (int i = 1; i < 3; ++i) {
-    cs::check_or_skip(bound_skip, std::string("bound_") + names[i], lab::ratio(ms[i], bound.ms()),
-                      cs::Compare::at_most, kOverlapVsBound, "x",
+    cs::check_or_skip(run.overlap_skip, std::string("bound_") + names[i],
+                      lab::ratio(ms[i], bound.ms()), cs::Compare::at_most, kOverlapVsBound, "x",
                       "overlapped / bound; any GPU; H200 target <= 1.03x (median)");
     cs::check_or_skip(
         speedup_skip, std::string("speedup_") + names[i], lab::ratio(ms[0], ms[i]),
-        cs::Compare::at_least, speedup_bar(engines), "x",
+        cs::Compare::at_least, run.speedup_bar(), "x",
         cs::format("serial / overlapped; asyncEngineCount %d; H200 target >= 2.50x", engines));
   }
-  if (!run.no_overlap.empty() && run.measure())
-    std::printf(
-        "  Here, %s:\n  depth-first takes %.2fx and breadth-first %.2fx of the serial time.\n",
-        run.no_overlap.c_str(), lab::ratio(ms[1], ms[0]), lab::ratio(ms[2], ms[0]));
+  for (cudaEvent_t e : joins) CS_CHECK(cudaEventDestroy(e));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
 void part_chunks(lab::Buffers& b, const lab::Run& run) {
-  const int S = run.streams, engines = run.engines;
+  const int S = run.streams, engines = run.engines, repeats = std::min(run.repeats, 3);
   std::vector<cudaStream_t> streams(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   // The kernel is sized once, at --chunks: every chunk count below does the same work.
-  const lab::Model m = lab::measure_model(b, run, kKernelShare, streams[0]);
-  // C copies in one stream against one plain cudaMemcpy of all the bytes plus C fixed costs (or
-  // the host's time to issue C calls, if longer): chunking costs nothing more than that.
+  const lab::Model m = lab::measure_model(b, run, streams[0]);
+  // C copies in one stream against one plain cudaMemcpy plus C fixed costs (or C calls' issue).
   lab::check_directions(
       run.skip, "chunked_async_rate", cs::Compare::at_least, 0.85,
       "stage's rate / (plain cudaMemcpy + C fixed costs); any GPU; H200 target >= 0.95x",
       [&](int i) {
-        return lab::ratio(std::max(run.chunks * m.cost.host_copy_ms,
-                                   m.plain_ms[i] + run.chunks * m.cost.gpu_copy_ms),
-                          i == 0 ? m.stages.h2d_ms : m.stages.d2h_ms);
+        const double C = run.chunks, copies = m.plain_ms[i] + C * m.gpu_copy_ms;
+        return lab::ratio(std::max(C * m.host_copy_ms, copies), m.alone[2 * i]);
       });
-
-  // The pipeline at C chunks, depth-first over the S streams (all in stream 0 for serial).
-  // core: chunks
-  auto issue = [&](int C, bool serial) {
-    for (int c = 0; c < C; ++c) {
-      cudaStream_t stream = streams[serial ? 0 : c % S];
-      const std::size_t at = b.begin(c, C), n = b.size(c, C);
-      CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof(std::uint32_t),
-                               cudaMemcpyHostToDevice, stream));
-      scramble<<<lab::blocks_for(n), lab::kBlock, 0, stream>>>(
-          b.dev_out + at, b.dev_in + at, n, m.iterations, lab::kMultiplier, lab::kIncrement);
-      CS_CHECK_LAUNCH();
-      CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof(std::uint32_t),
-                               cudaMemcpyDeviceToHost, stream));
+  // The same pipeline at 1, 2, 4, ... 1024 chunks: stages, serial and depth-first time, bound.
+  std::vector<cudaEvent_t> joins(S);
+  for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
+  for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
+  const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
+  lab::Sweep sweep;  // a line per timed chunk count
+  int wrong = 0;
+  for (int C = 1; C <= 1024; C *= 2) {
+    clear_outputs(b);
+    if (run.measure()) {
+      const lab::Model st = lab::measure_stages(m, b, C, pair[0], pair[1], engines, repeats, true);
+      // core: chunks
+      const double serial = cs::time_on_stream_ms(streams[0], 1, repeats, [&] {
+                              issue(b, streams, C, 0, m.iterations);
+                            }).median;
+      const double ms = cs::time_on_stream_ms(streams[0], 1, repeats, [&] {
+                          issue(b, streams, C, 1, m.iterations, &joins);
+                        }).median;
+      // end core
+      // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
+      sweep.add(C, serial, ms, lab::pipeline_bound(st, C, S, engines, serial));
+    } else {
+      issue(b, streams, C, 1, m.iterations);
     }
-  };
-  // end core
-  const lab::Sweep sweep = lab::sweep_chunk_counts(b, streams, run, m, issue);
-  cs::check_that(
-      "chunks_results", sweep.wrong == 0,
-      cs::format("%d of %d chunk counts differ from the CPU reference", sweep.wrong, sweep.counts));
-  if (run.measure())
-    std::printf("  best: %d chunks, %.3f ms\n", 1 << sweep.best, sweep.overlapped_ms[sweep.best]);
-  // No chunk count beats the floor by more than timing noise, none is far from the bound, and
-  // chunks are what let the stages overlap: the best count beats one chunk by the speedup bar.
-  const std::string bound_skip = cs::first_reason({run.skip, run.no_overlap});
+    CS_CHECK(cudaDeviceSynchronize());
+    wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
+  }
+  for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
+  cs::check_that("chunks_results", wrong == 0,
+                 cs::format("%d of 11 chunk counts differ from the CPU reference", wrong));
+  if (run.measure()) std::printf("  best: %d chunks, %.3f ms\n", sweep.best, sweep.best_ms);
   cs::check_or_skip(
-      lab::holds_skip(bound_skip, run), "chunks_bound_holds", sweep.lowest_over_floor,
-      cs::Compare::at_least, kFloorHolds, "x",
+      run.holds_skip, "chunks_bound_holds", sweep.lowest_over_floor, cs::Compare::at_least,
+      kFloorHolds, "x",
       "the lowest overlapped / floor over the chunk counts: a time below it disproves it");
   cs::check_or_skip(
-      bound_skip, "chunks_bound_worst", sweep.worst_over_bound, cs::Compare::at_most,
+      run.overlap_skip, "chunks_bound_worst", sweep.worst_over_bound, cs::Compare::at_most,
       kOverlapVsBound, "x",
       "the worst chunk count's overlapped / bound; any GPU; median H200 target <= 1.03x");
-  cs::check_or_skip(cs::first_reason({bound_skip, lab::speedup_limits(engines, S, 1024)}),
-                    "chunks_best_vs_one", sweep.best_vs_one, cs::Compare::at_least,
-                    speedup_bar(engines), "x", "one chunk's time / the best chunk count's");
-  if (!run.chunks_svg.empty() && run.measure()) lab::write_sweep_svg(run.chunks_svg, sweep);
+  cs::check_or_skip(cs::first_reason({run.overlap_skip, lab::speedup_limits(engines, S, 1024)}),
+                    "chunks_best_vs_one", lab::ratio(sweep.one_ms, sweep.best_ms),
+                    cs::Compare::at_least, run.speedup_bar(), "x",
+                    "one chunk's time / the best chunk count's");
+  if (!run.chunks_svg.empty() && run.measure()) sweep.write_svg(run.chunks_svg);
+  for (cudaEvent_t e : joins) CS_CHECK(cudaEventDestroy(e));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  lab::Run run;  // the flags (--mib, --chunks, --streams, ...: see the lab header) and the setup
+  lab::Run run;  // the flags and why checks skip
   cs::Options options("04_pinned_async_pipeline",
                       "Pageable vs pinned copies, cudaHostRegister, and a copy/compute pipeline "
                       "over S streams and C chunks");
@@ -380,7 +397,7 @@ int main(int argc, char** argv) {
   lab::Buffers b = lab::sized_buffers(run);  // refuses what host memory cannot hold
   const cudaDeviceProp prop = cs::select_device(run.common.device);
   cs::print_launch_environment(env);
-  lab::prepare_run(run, env, prop, b);  // what fits on the device, why checks skip, "Data:"
+  lab::prepare_run(run, env, prop, b);  // what fits on the device, why checks skip
 
   if (parts.begin("seed")) part_seed(b.elements);
   if (parts.chosen() == "seed") return cs::finish();

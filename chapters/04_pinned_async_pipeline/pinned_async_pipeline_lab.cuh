@@ -1,5 +1,5 @@
 // Chapter 04's measurement machinery, which a reader may skip (the lesson explains the model):
-// flags, buffers, stage timing, calibration, the bound, the orders' runs and the chunk sweep.
+// flags, buffers, stage timing, calibration, the fixed cost of one operation and the bound.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,11 +18,12 @@
 
 __global__ void scramble(std::uint32_t* output, const std::uint32_t* input, std::size_t count,
                          int iterations, std::uint32_t multiplier, std::uint32_t increment);
+__global__ void hold_stream(unsigned long long ns);
 
 namespace lab {
 
 constexpr std::uint32_t kMultiplier = 1664525u, kIncrement = 1013904223u;  // x -> a * x + c
-constexpr int kWarmup = 1, kBlock = 256;
+constexpr int kBlock = 256;
 
 inline unsigned blocks_for(std::size_t count) {
   return static_cast<unsigned>((count + kBlock - 1) / kBlock);
@@ -48,12 +49,12 @@ inline double ratio(double a, double b) {
 
 struct Run {
   int mib = 256, chunks = 32, streams = 4, repeats = 5, engines = 0;  // engines: asyncEngineCount
-  std::string chunks_svg;
   cs::CommonOptions common;
-  std::string skip;        // why every timed check is skipped here ("" when they run)
-  std::string no_overlap;  // why streams issued from this thread cannot overlap as they should
-  cs::LaunchEnvironment env;
+  // Why the timed checks skip, why streams cannot overlap, why the overlap checks skip (either),
+  // and why chunks_bound_holds and bound_holds skip (the lesson's part 4 says why).
+  std::string chunks_svg, skip, overlap_skip, holds_skip, pipeline_holds_skip;
   bool measure() const { return !common.no_timing; }
+  double speedup_bar() const { return engines >= 2 ? 1.8 : 1.5; }  // serial / overlapped
   void add_flags(cs::Options& options) {
     options.add_int("mib", &mib, 1, 65536,
                     "data size in MiB (the seed's, the copies', the pipeline's)");
@@ -75,14 +76,14 @@ struct Buffers {
   std::size_t size(int c, int chunks) const { return begin(c + 1, chunks) - begin(c, chunks); }
 };
 
-// The buffers' sizes from --mib; exits 2 before the GPU is touched when two pinned buffers, a
-// pageable one and the CPU reference would take more than half of host memory.
+// Exits 2 before the GPU is touched when two pinned buffers, a pageable one and the CPU
+// reference would take more than half of host memory.
 inline Buffers sized_buffers(const Run& run) {
   Buffers b;
   b.bytes = static_cast<std::size_t>(run.mib) << 20;
   b.elements = b.bytes / sizeof(std::uint32_t);
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
-  const double physical = pages > 0 && page_size > 0 ? 1.0 * pages * page_size : 0;  // 0: unknown
+  const double physical = 1.0 * std::max(0L, sysconf(_SC_PHYS_PAGES)) *
+                          std::max(0L, sysconf(_SC_PAGE_SIZE));  // 0: unknown
   if (physical > 0 && 4.0 * b.bytes > 0.5 * physical)
     cs::usage_error(cs::format("--mib %d: needs ", run.mib) + cs::format_bytes(4.0 * b.bytes) +
                     " of host memory, more than half of this machine's " +
@@ -96,24 +97,17 @@ inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const cudaDe
   cs::require_fits_on_device(2 * b.bytes, cs::format("--mib %d", run.mib));
   run.skip = cs::first_reason({run.common.timing_skip_reason(),
                                run.mib < 32 ? "--mib below 32 is too small to time reliably" : ""});
-  run.no_overlap = cs::no_overlap_reason(env);
-  run.env = env;
+  run.overlap_skip = cs::first_reason({run.skip, cs::no_overlap_reason(env)});
+  const char* queue = "CUDA_DEVICE_MAX_CONNECTIONS=1: both copy directions wait in one queue";
+  run.holds_skip = cs::first_reason({run.overlap_skip, env.max_connections == 1 ? queue : ""});
   run.engines = prop.asyncEngineCount;
-}
-
-// Why a bound_holds check skips: `skip`; one hardware queue, where the two streams that time both
-// copy directions wait for each other; more streams than copy engines + 1, where copies of one
-// direction overlap, which the model's one engine per direction does not bound.
-inline std::string holds_skip(const std::string& skip, const Run& run, int streams = 0) {
-  const std::string queue = "CUDA_DEVICE_MAX_CONNECTIONS=1: both copy directions wait in one queue";
   const std::string engines = cs::format(
-      "%d streams on %d copy engines: copies of one direction overlap", streams, run.engines);
-  return cs::first_reason({skip, run.env.max_connections == 1 ? queue : "",
-                           streams > run.engines + 1 && run.engines > 0 ? engines : ""});
+      "%d streams on %d copy engines: copies of one direction overlap", run.streams, run.engines);
+  run.pipeline_holds_skip = cs::first_reason(
+      {run.holds_skip, run.streams > run.engines + 1 && run.engines > 0 ? engines : ""});
 }
 
-// Why the speedup over serial cannot reach its bar: no copy engine, fewer than a stream per stage,
-// or too few chunks for filling and draining to weigh little.
+// Why the speedup over serial cannot reach its bar.
 inline std::string speedup_limits(int engines, int streams, int chunks) {
   if (engines == 0) return "asyncEngineCount 0: this device cannot overlap copies with kernels";
   if (streams < 3) return "needs --streams 3 or more";
@@ -128,127 +122,42 @@ void check_directions(const std::string& skip, const std::string& name, cs::Comp
     cs::check_or_skip(skip, name + (i == 0 ? "_h2d" : "_d2h"), value(i), compare, bar, "x", why);
 }
 
-// One copy of parts pinned and register, and its times: cudaMemcpy's bandwidth, the host's time
-// inside one cudaMemcpyAsync, and that copy's time on the GPU.
-struct Copy {
-  const char* name;
-  void* dst;
-  const void* src;
-  cudaMemcpyKind kind;
-  double gbps = 0, call_ms = 0, copy_ms = 0;
-};
-const char* const kCopyHeader =
-    "  copy             cudaMemcpy      one cudaMemcpyAsync: inside the call  the copy  "
-    "call/copy\n";
-
-// Lets events on streams[0] time work spread over all streams: fork() makes every stream wait
-// for this point of streams[0]; join() makes streams[0] wait for all of them.
-struct ForkJoin {
-  std::vector<cudaEvent_t> events;
-  explicit ForkJoin(std::size_t streams) : events(streams) {
-    for (cudaEvent_t& e : events) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  }
-  ~ForkJoin() {
-    for (cudaEvent_t e : events) cudaEventDestroy(e);
-  }
-  void fork(const std::vector<cudaStream_t>& streams) {
-    CS_CHECK(cudaEventRecord(events[0], streams[0]));
-    for (std::size_t s = 1; s < streams.size(); ++s)
-      CS_CHECK(cudaStreamWaitEvent(streams[s], events[0], 0));
-  }
-  void join(const std::vector<cudaStream_t>& streams) {
-    for (std::size_t s = 1; s < streams.size(); ++s) {
-      CS_CHECK(cudaEventRecord(events[s], streams[s]));
-      CS_CHECK(cudaStreamWaitEvent(streams[0], events[s], 0));
-    }
-  }
-};
-
 // Every chunk's `stage` (0 H2D, 1 kernel, 2 D2H) in one stream: that stage's total time alone.
 inline double stage_alone_ms(const Buffers& b, int chunks, int stage, int iterations,
-                             cudaStream_t stream, int repeats) {
+                             cudaStream_t on, int repeats) {
   auto all_chunks = [&] {
     for (int c = 0; c < chunks; ++c) {
       const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks);
       if (stage == 0)
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyHostToDevice, stream));
+        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, 4 * n, cudaMemcpyHostToDevice, on));
       if (stage == 1) {
-        scramble<<<blocks_for(n), kBlock, 0, stream>>>(b.dev_out + at, b.dev_in + at, n, iterations,
-                                                       kMultiplier, kIncrement);
+        scramble<<<blocks_for(n), kBlock, 0, on>>>(b.dev_out + at, b.dev_in + at, n, iterations,
+                                                   kMultiplier, kIncrement);
         CS_CHECK_LAUNCH();
       }
       if (stage == 2)
-        CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyDeviceToHost, stream));
+        CS_CHECK(
+            cudaMemcpyAsync(b.host_out + at, b.dev_out + at, 4 * n, cudaMemcpyDeviceToHost, on));
     }
   };
-  return cs::time_on_stream_ms(stream, kWarmup, repeats, all_chunks).median;
+  return cs::time_on_stream_ms(on, 1, repeats, all_chunks).median;
 }
 
-// The stages of a C-chunk pipeline, each a total over all chunks.
-struct Stages {
-  double h2d_ms = 0, kernel_ms = 0, d2h_ms = 0;  // each alone, in one stream
-  double h2d_both_ms = 0, d2h_both_ms = 0;       // the copies with both directions at once
+// What parts pipeline and chunks measure before they run the pipeline: the kernel's multiply-adds
+// per element (64 when nothing is timed), one chunk's copy inside the pipeline, one plain
+// cudaMemcpy of all the bytes ([0] H2D, [1] D2H), the fixed cost of one operation (the host's
+// time inside one cudaMemcpyAsync and inside one launch, and what one copy costs on the GPU beyond
+// its bytes / bandwidth), and the stage totals of a C-chunk pipeline: alone[0] H2D, [1] kernel,
+// [2] D2H, each alone in one stream; both[0] H2D and both[1] D2H with both directions at once.
+struct Model {
+  int iterations = 64;
+  double copy_pace_ms = 0, plain_ms[2] = {}, host_copy_ms = 0, host_launch_ms = 0, gpu_copy_ms = 0;
+  double alone[3] = {}, both[2] = {};
 };
 
-// The stages at C chunks: the copies each alone (if `alone`, or with one copy engine), with two
-// copy engines every H2D in `up` and every D2H in `down` at once (they share the link and host
-// memory), and the kernels in one stream (at `iterations` > 0).
-inline Stages measure_stages(const Buffers& b, int chunks, cudaStream_t up, cudaStream_t down,
-                             int engines, int repeats, int iterations, bool alone) {
-  Stages s;
-  if (alone || engines < 2) {
-    s.h2d_ms = s.h2d_both_ms = stage_alone_ms(b, chunks, 0, 0, up, repeats);
-    s.d2h_ms = s.d2h_both_ms = stage_alone_ms(b, chunks, 2, 0, up, repeats);
-  }
-  if (engines >= 2) {
-    cudaEvent_t start, up_done, down_done;
-    CS_CHECK(cudaEventCreate(&start));
-    CS_CHECK(cudaEventCreate(&up_done));
-    CS_CHECK(cudaEventCreate(&down_done));
-    std::vector<double> ups, downs;
-    for (int i = -kWarmup; i < repeats; ++i) {
-      CS_CHECK(cudaEventRecord(start, up));
-      CS_CHECK(cudaStreamWaitEvent(down, start, 0));
-      for (int c = 0; c < chunks; ++c) {  // interleaved, so that both streams start together
-        const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks);
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyHostToDevice, up));
-        CS_CHECK(cudaMemcpyAsync(b.host_out + at, b.dev_out + at, n * sizeof *b.dev_in,
-                                 cudaMemcpyDeviceToHost, down));
-      }
-      CS_CHECK(cudaEventRecord(up_done, up));
-      CS_CHECK(cudaEventRecord(down_done, down));
-      CS_CHECK(cudaEventSynchronize(up_done));
-      CS_CHECK(cudaEventSynchronize(down_done));
-      float up_ms = 0, down_ms = 0;
-      CS_CHECK(cudaEventElapsedTime(&up_ms, start, up_done));
-      CS_CHECK(cudaEventElapsedTime(&down_ms, start, down_done));
-      if (i >= 0) ups.push_back(up_ms), downs.push_back(down_ms);
-    }
-    CS_CHECK(cudaEventDestroy(start));
-    CS_CHECK(cudaEventDestroy(up_done));
-    CS_CHECK(cudaEventDestroy(down_done));
-    s.h2d_both_ms = cs::median(ups), s.d2h_both_ms = cs::median(downs);
-  }
-  if (iterations > 0) s.kernel_ms = stage_alone_ms(b, chunks, 1, iterations, up, repeats);
-  return s;
-}
-
-// The fixed cost of one operation, measured on 200 copies of `bytes` and 200 empty launches.
-struct OpCosts {
-  double host_copy_ms = 0;    // the host's time inside one cudaMemcpyAsync from pinned memory
-  double host_launch_ms = 0;  // the host's time inside one kernel launch
-  double gpu_copy_ms = 0;     // on the GPU, what one copy costs beyond its bytes / bandwidth
-};
-__global__ void hold_stream(unsigned long long ns) {
-  const unsigned long long start = cs::globaltimer_ns();
-  while (cs::globaltimer_ns() - start < ns) {
-  }
-}
-inline OpCosts measure_op_costs(const Buffers& b, std::size_t bytes, double plain_gbps,
-                                cudaStream_t stream) {
+// The fixed costs, on 3 rounds of 200 copies and 200 empty launches.
+inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, double plain_gbps,
+                             cudaStream_t stream) {
   constexpr int kOps = 200;
   std::vector<double> host_copy, host_launch, gpu_copy;
   cudaEvent_t start, stop;
@@ -270,10 +179,8 @@ inline OpCosts measure_op_costs(const Buffers& b, std::size_t bytes, double plai
       CS_CHECK_LAUNCH();
     }
     host_launch.push_back((cs::host_now_ms() - t0) / kOps);
-    // On the GPU: hold the stream until the host has queued every copy, then time them back to
-    // back, so that the host's pace does not enter the number.
-    const double hold_ms = 0.5 + 4 * kOps * host_copy.back();
-    hold_stream<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(hold_ms * 1e6));
+    // On the GPU: hold the stream (ns) until the host has queued every copy, then time them.
+    hold_stream<<<1, 1, 0, stream>>>(1e6 * (0.5 + 4 * kOps * host_copy.back()));
     CS_CHECK_LAUNCH();
     CS_CHECK(cudaEventRecord(start, stream));
     copies();
@@ -286,39 +193,70 @@ inline OpCosts measure_op_costs(const Buffers& b, std::size_t bytes, double plai
   CS_CHECK(cudaEventDestroy(start));
   CS_CHECK(cudaEventDestroy(stop));
   // The host's costs enter a floor: the fastest round (a median put one above a run's time).
-  return {cs::summarize(host_copy).min, cs::summarize(host_launch).min, cs::median(gpu_copy)};
+  m.host_copy_ms = cs::summarize(host_copy).min, m.host_launch_ms = cs::summarize(host_launch).min;
+  m.gpu_copy_ms = cs::median(gpu_copy);
 }
 
-// What parts pipeline and chunks measure before they run the pipeline.
-struct Model {
-  int iterations = 64;      // the kernel's multiply-adds per element (64 when nothing is timed)
-  double copy_pace_ms = 0;  // one chunk's copy as it runs inside the pipeline
-  double plain_ms[2] = {};  // one plain cudaMemcpy of all the bytes: [0] H2D, [1] D2H
-  Stages stages;            // at the calibrated kernel
-  OpCosts cost;             // per operation
-};
+// m with its stages at C chunks: the copies each alone (unless `calibrated` with two copy engines:
+// then each direction alone is m's plain copy plus C fixed costs on the GPU); with two copy engines
+// every H2D in `up` and every D2H in `down` at once; if `calibrated`, the kernels in one stream.
+inline Model measure_stages(Model m, const Buffers& b, int chunks, cudaStream_t up,
+                            cudaStream_t down, int engines, int repeats, bool calibrated) {
+  for (int i = 0; i < 2 && (!calibrated || engines < 2); ++i)
+    m.alone[2 * i] = m.both[i] = stage_alone_ms(b, chunks, 2 * i, 0, up, repeats);
+  if (engines >= 2) {
+    cudaEvent_t start, up_done, down_done;
+    CS_CHECK(cudaEventCreate(&start));
+    CS_CHECK(cudaEventCreate(&up_done));
+    CS_CHECK(cudaEventCreate(&down_done));
+    std::vector<double> times[2];
+    for (int i = -1; i < repeats; ++i) {  // one warm-up
+      CS_CHECK(cudaEventRecord(start, up));
+      CS_CHECK(cudaStreamWaitEvent(down, start, 0));
+      for (int c = 0; c < chunks; ++c) {  // interleaved, so that both streams start together
+        const std::size_t at = b.begin(c, chunks), bytes = 4 * b.size(c, chunks);
+        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, bytes, cudaMemcpyHostToDevice, up));
+        CS_CHECK(
+            cudaMemcpyAsync(b.host_out + at, b.dev_out + at, bytes, cudaMemcpyDeviceToHost, down));
+      }
+      CS_CHECK(cudaEventRecord(up_done, up));
+      CS_CHECK(cudaEventRecord(down_done, down));
+      CS_CHECK(cudaEventSynchronize(up_done));
+      CS_CHECK(cudaEventSynchronize(down_done));
+      float ms[2] = {};
+      CS_CHECK(cudaEventElapsedTime(&ms[0], start, up_done));
+      CS_CHECK(cudaEventElapsedTime(&ms[1], start, down_done));
+      for (int d = 0; d < 2 && i >= 0; ++d) times[d].push_back(ms[d]);
+    }
+    CS_CHECK(cudaEventDestroy(start));
+    CS_CHECK(cudaEventDestroy(up_done));
+    CS_CHECK(cudaEventDestroy(down_done));
+    for (int d = 0; d < 2; ++d) m.both[d] = cs::median(times[d]);
+    for (int d = 0; d < 2 && calibrated; ++d)
+      m.alone[2 * d] = m.plain_ms[d] + chunks * m.gpu_copy_ms;
+  }
+  if (calibrated) m.alone[1] = stage_alone_ms(b, chunks, 1, m.iterations, up, repeats);
+  return m;
+}
 
-// Times the copies of a C-chunk pipeline (C = --chunks), sizes the kernel to `kernel_share` of one
-// chunk's copy inside the pipeline (both directions at once where two copy engines allow it, else
-// the two in turn), then times the kernel stage and the fixed cost of one operation.
-inline Model measure_model(const Buffers& b, const Run& run, double kernel_share, cudaStream_t up) {
+// Times the copies of a C-chunk pipeline (C = --chunks), sizes the kernel to 0.9 of one chunk's
+// copy inside the pipeline (so that the copy engines pace it), then times the kernel stage and
+// the fixed cost of one operation.
+inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
   Model m;
   if (!run.measure()) return m;  // the defaults: nothing is timed
   const int chunks = run.chunks, repeats = run.repeats, engines = run.engines;
   cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
   for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
-  m.plain_ms[0] = cs::time_on_stream_ms(nullptr, kWarmup, repeats, [&] {
-                    CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice));
-                  }).median;
-  m.plain_ms[1] = cs::time_on_stream_ms(nullptr, kWarmup, repeats, [&] {
-                    CS_CHECK(cudaMemcpy(b.host_out, b.dev_out, b.bytes, cudaMemcpyDeviceToHost));
-                  }).median;
-  m.stages = measure_stages(b, chunks, pair[0], pair[1], engines, repeats, 0, true);
-  m.copy_pace_ms = (engines >= 2 ? std::max(m.stages.h2d_both_ms, m.stages.d2h_both_ms)
-                                 : m.stages.h2d_ms + m.stages.d2h_ms) /
-                   chunks;
-  // GPUs lower their clocks while idle and raise them under load within tens of milliseconds:
-  // keep the SMs busy for about 100 ms before the kernel is calibrated and timed.
+  auto h2d = [&] { CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice)); };
+  auto d2h = [&] { CS_CHECK(cudaMemcpy(b.host_out, b.dev_out, b.bytes, cudaMemcpyDeviceToHost)); };
+  m.plain_ms[0] = cs::time_on_stream_ms(nullptr, 1, repeats, h2d).median;
+  m.plain_ms[1] = cs::time_on_stream_ms(nullptr, 1, repeats, d2h).median;
+  m = measure_stages(m, b, chunks, pair[0], pair[1], engines, repeats, false);
+  m.copy_pace_ms =
+      (engines >= 2 ? std::max(m.both[0], m.both[1]) : m.alone[0] + m.alone[2]) / chunks;
+  // GPUs raise their clocks under load within tens of milliseconds: keep the SMs busy for about
+  // 100 ms, then time a guess at one chunk's kernel and scale it to the target, three times.
   cs::EventTimer timer;
   double busy_ms = 0;
   for (int i = 0; i < 200 && busy_ms < 100; ++i) {
@@ -329,210 +267,86 @@ inline Model measure_model(const Buffers& b, const Run& run, double kernel_share
     timer.stop(up);
     busy_ms += timer.elapsed_ms();
   }
-  // Calibration: time a guess at one chunk's kernel and scale it to the target, three times, to
-  // absorb the launch's fixed cost.
   m.iterations = 1024;
   const std::size_t n = b.size(0, chunks);
-  const double target_ms = kernel_share * m.copy_pace_ms;
   for (int round = 0; round < 3; ++round) {
-    const double ms = cs::time_on_stream_ms(up, kWarmup, 5, [&] {
+    const double ms = cs::time_on_stream_ms(up, 1, 5, [&] {
                         scramble<<<blocks_for(n), kBlock, 0, up>>>(
                             b.dev_out, b.dev_in, n, m.iterations, kMultiplier, kIncrement);
                         CS_CHECK_LAUNCH();
                       }).median;
-    const double scaled = ms > 0 ? m.iterations * target_ms / ms : 1 << 20;
+    const double scaled = ms > 0 ? m.iterations * (0.9 * m.copy_pace_ms) / ms : 1 << 20;
     m.iterations = static_cast<int>(std::min<double>(1 << 20, std::max(1.0, std::round(scaled))));
   }
-  m.stages.kernel_ms = stage_alone_ms(b, chunks, 1, m.iterations, up, repeats);
-  // The fixed cost of one operation, on copies of one chunk but 8 MiB at most: 1200 copies of a
-  // 256 MiB chunk would take seconds, and the cost beyond the bytes drowns in their time.
-  const std::size_t cost_bytes =
-      std::min(b.begin(1, chunks) * sizeof *b.dev_in, std::size_t{8} << 20);
-  m.cost = measure_op_costs(b, cost_bytes, ratio(1.0 * b.bytes, m.plain_ms[0] * 1e6), up);
+  m.alone[1] = stage_alone_ms(b, chunks, 1, m.iterations, up, repeats);
+  // The fixed cost of one operation, on copies of one chunk but 8 MiB at most.
+  const std::size_t cost_bytes = std::min(4 * b.begin(1, chunks), std::size_t{8} << 20);
+  measure_op_costs(m, b, cost_bytes, ratio(1.0 * b.bytes, m.plain_ms[0] * 1e6), up);
   for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
   return m;
 }
 
-// The least time the overlapped pipeline can take, from the stages measured without it.
+// The least time the overlapped pipeline can take, from the stages measured without it: the
+// largest of the engines', the streams' and the host's limits; the floor leaves the bus out.
 struct Bound {
-  double engines_ms = 0;  // what the copy engines and the SMs allow
-  double streams_ms = 0;  // each stream runs its own chunks one after another
-  double host_ms = 0;     // the host issues three calls per chunk, one after another
-  // A floor no run can beat: each stage at the rate it reached alone, no model of the bus.
-  double floor_ms = 0;
+  double engines_ms = 0, streams_ms = 0, host_ms = 0, floor_ms = 0;
   double ms() const { return std::max({engines_ms, streams_ms, host_ms}); }
   const char* pacer() const {
     return ms() == host_ms ? "host" : ms() == streams_ms ? "streams" : "engines";
   }
 };
-inline Bound pipeline_bound(const Stages& s, int chunks, int streams, int engines, double serial_ms,
-                            const OpCosts& cost) {
-  const double c = chunks, H = s.h2d_ms, K = s.kernel_ms, D = s.d2h_ms;  // each stage alone
-  const double h = H / c, k = K / c, d = D / c;                          // one chunk's
+inline Bound pipeline_bound(const Model& m, int chunks, int streams, int engines,
+                            double serial_ms) {
+  const double c = chunks, H = m.alone[0], K = m.alone[1], D = m.alone[2];  // each stage alone
+  const double h = H / c, k = K / c, d = D / c;                             // one chunk's
   Bound bound;
-  if (engines >= 2) {
-    // Each stage's total, after the first chunk's earlier stages, before the last chunk's later.
-    bound.floor_ms = bound.engines_ms = std::max({H + k + d, h + K + d, h + k + D});
-    // The bus: no D2H before the first chunk's H2D and kernel, no H2D after the last chunk's;
-    // each direction alone at its own pace there, both at once (slower each) in between.
-    const double fill = h + k, drain = k + d, up = std::max(0.0, 1 - fill / H) * s.h2d_both_ms,
-                 down = std::max(0.0, 1 - drain / D) * s.d2h_both_ms;
-    const double rest =
-        up > down ? (up - down) / s.h2d_both_ms * H : (down - up) / s.d2h_both_ms * D;
+  // No copy engine: nothing overlaps; one: it does H2D and D2H in turn; two or more: each
+  // stage's total, after the first chunk's earlier stages, before the last chunk's later.
+  bound.engines_ms = engines == 0 ? H + K + D : std::max(H + D, K) + h + d + k - std::max(h + d, k);
+  if (engines >= 2) bound.engines_ms = std::max({H + k + d, h + K + d, h + k + D});
+  bound.streams_ms = serial_ms * std::ceil(c / streams) / c;        // each stream's chunks in turn
+  bound.host_ms = c * (2 * m.host_copy_ms + m.host_launch_ms) + d;  // the issue loop
+  bound.floor_ms = bound.ms();
+  if (engines >= 2) {  // the bus: each direction alone at its own pace, both at once in between
+    const double fill = h + k, drain = k + d, up = std::max(0.0, 1 - fill / H) * m.both[0],
+                 down = std::max(0.0, 1 - drain / D) * m.both[1];
+    const double rest = up > down ? (up - down) / m.both[0] * H : (down - up) / m.both[1] * D;
     bound.engines_ms =
         std::max(bound.engines_ms, std::min(H + D, fill + std::min(up, down) + rest + drain));
-  } else if (engines == 1) {  // one copy engine does H2D and D2H in turn
-    bound.engines_ms = std::max(H + D, K) + h + d + k - std::max(h + d, k);
-  } else {
-    bound.engines_ms = H + K + D;  // copies cannot overlap kernels
   }
-  // The serial run measured one stream's chain (with the waits between engines) for C chunks.
-  bound.streams_ms = serial_ms * std::ceil(c / streams) / c;
-  // The last chunk's D2H still runs after the host issued it.
-  bound.host_ms = c * (2 * cost.host_copy_ms + cost.host_launch_ms) + d;
-  if (engines < 2) bound.floor_ms = bound.engines_ms;  // no bus model there
-  bound.floor_ms = std::max({bound.floor_ms, bound.streams_ms, bound.host_ms});
   return bound;
 }
 
-// Zeroes every buffer the pipeline writes, so that only the next run's work can pass a check.
-inline void clear_outputs(const Buffers& b) {
-  CS_CHECK(cudaMemset(b.dev_in, 0, b.bytes));
-  CS_CHECK(cudaMemset(b.dev_out, 0, b.bytes));
-  std::fill(b.host_out, b.host_out + b.elements, 0u);
-  CS_CHECK(cudaDeviceSynchronize());
-}
-
-// Times the pipeline in each of the three orders (medians, when timing is on), then runs each
-// once more on a timeline and checks its output against the CPU's (CHECK pipeline_<order>).
-// issue(order, timeline) queues the whole pipeline in that order (timeline may be null).
-template <class Issue>
-void run_orders(const Buffers& b, const std::vector<cudaStream_t>& streams, const Run& run,
-                const char* const* names, int iterations, Issue&& issue, double* ms,
-                cs::TimelineData* drawn) {
-  const std::vector<std::uint32_t> want = expected_output(b.elements, iterations);
-  ForkJoin fork_join(streams.size());  // so that events on streams[0] see all streams
-  for (int i = 0; i < 3 && run.measure(); ++i) {
-    ms[i] = cs::time_on_stream_ms(streams[0], kWarmup, run.repeats, [&] {
-              fork_join.fork(streams), issue(i, nullptr), fork_join.join(streams);
-            }).median;
-  }
-  for (int i = 0; i < 3; ++i) {
-    clear_outputs(b);
-    cs::Timeline timeline;
-    timeline.start(streams[0]);
-    fork_join.fork(streams), issue(i, &timeline), fork_join.join(streams);
-    drawn[i] = timeline.collect();
-    CS_CHECK(cudaDeviceSynchronize());
-    cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
-  }
-}
-
-inline void print_shape(const Buffers& b, int chunks, int streams) {
-  std::printf("  %d chunk%s of %s%s over %d stream%s\n", chunks, chunks == 1 ? "" : "s",
-              cs::format_bytes(4.0 * b.begin(1, chunks)).c_str(),
-              b.elements % chunks ? " (sizes differ by one element at most)" : "", streams,
-              streams == 1 ? "" : "s");
-  if (streams > chunks) std::printf("  (only %d of the %d streams get a chunk)\n", chunks, streams);
-}
-inline void print_pipeline(const Bound& bound, int chunks, const char* const* names,
-                           const double* ms) {
-  std::printf("    bound: %.3f ms (paced by the %s) for %d chunks\n", bound.ms(), bound.pacer(),
-              chunks);
-  std::printf("  order            time ms   speedup over serial   time / bound\n");
-  for (int i = 0; i < 3; ++i)
-    std::printf("    %-14s %8.3f   %12.2fx         %8.2fx\n", names[i], ms[i], ratio(ms[0], ms[i]),
-                ratio(ms[i], bound.ms()));
-}
-const char* const kOrderTitles[] = {
-    "Serial: every chunk in stream 0, nothing overlaps",
-    "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
-    "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
-
-// Part chunks' sweep: the same pipeline at 1, 2, 4, ... 1024 chunks (index i: 1 << i chunks). At
-// each count: the stages, the serial and the overlapped time, the bound, and whether the output
-// matches the CPU's. issue(C, serial) queues the pipeline at C chunks (all in streams[0] if
-// serial).
+// Part chunks' figures over the timed chunk counts, and its chart (--chunks-svg): the serial time,
+// then per count the measured time with its bound over it (and again where it is the shorter).
 struct Sweep {
-  std::vector<double> overlapped_ms, bound_ms;
-  double serial_ms = 0;       // the serial run at one chunk: nothing overlaps
-  int counts = 0, wrong = 0;  // chunk counts run, and those whose output differs from the CPU's
-  std::size_t best = 0;       // index of the fastest chunk count
-  // Over the timed counts (0 when nothing was timed): the lowest overlapped / floor, the worst
-  // overlapped / bound, and one chunk's time / the best count's.
-  double lowest_over_floor = 0, worst_over_bound = 0, best_vs_one = 0;
-};
-template <class Issue>
-Sweep sweep_chunk_counts(const Buffers& b, const std::vector<cudaStream_t>& streams, const Run& run,
-                         const Model& m, Issue&& issue) {
-  const int repeats = std::min(run.repeats, 3), engines = run.engines;
-  Sweep sweep;
-  std::vector<double> over_floor;
-  ForkJoin fork_join(streams.size());
-  cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
-  for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
-  const std::vector<std::uint32_t> want = expected_output(b.elements, m.iterations);
-  if (run.measure())
-    std::printf(
-        "  chunks  chunk size   serial ms  overlapped ms   bound ms  paced by  time/bound\n");
-  for (int c = 1; c <= 1024; c *= 2, ++sweep.counts) {
-    clear_outputs(b);
-    if (run.measure()) {
-      Stages st = measure_stages(b, c, pair[0], pair[1], engines, repeats, m.iterations, false);
-      if (engines >= 2)  // each direction alone: the plain copy plus C fixed costs on the GPU
-        for (int i = 0; i < 2; ++i)
-          (i == 0 ? st.h2d_ms : st.d2h_ms) = m.plain_ms[i] + c * m.cost.gpu_copy_ms;
-      const double serial =
-          cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] { issue(c, true); }).median;
-      const double ms = cs::time_on_stream_ms(streams[0], kWarmup, repeats, [&] {
-                          fork_join.fork(streams), issue(c, false), fork_join.join(streams);
-                        }).median;
-      // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
-      const Bound bound =
-          pipeline_bound(st, c, static_cast<int>(streams.size()), engines, serial, m.cost);
-      if (c == 1) sweep.serial_ms = serial;
-      sweep.overlapped_ms.push_back(ms), sweep.bound_ms.push_back(bound.ms());
-      over_floor.push_back(ratio(ms, bound.floor_ms));
-      sweep.worst_over_bound = std::max(sweep.worst_over_bound, ratio(ms, bound.ms()));
-      std::printf("  %6d  %10s  %10.3f  %13.3f  %9.3f  %-8s  %9.2fx\n", c,
-                  cs::format_bytes(4.0 * b.begin(1, c)).c_str(), serial, ms, bound.ms(),
-                  bound.pacer(), ratio(ms, bound.ms()));
-      if (ms < sweep.overlapped_ms[sweep.best]) sweep.best = sweep.overlapped_ms.size() - 1;
-    } else {
-      issue(c, false);
-    }
-    CS_CHECK(cudaDeviceSynchronize());
-    sweep.wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
-  }
-  for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
-  if (!over_floor.empty()) {
-    sweep.lowest_over_floor = *std::min_element(over_floor.begin(), over_floor.end());
-    sweep.best_vs_one = ratio(sweep.overlapped_ms[0], sweep.overlapped_ms[sweep.best]);
-  }
-  return sweep;
-}
-
-// Part chunks' picture for --chunks-svg: a first row with the serial time (one chunk in one
-// stream: nothing overlaps), then a row per chunk count with its measured (overlapped) time and
-// its lower bound drawn over it (and the measured bar again where it is the shorter); exits 2
-// naming the flag when the file cannot be written.
-inline void write_sweep_svg(const std::string& path, const Sweep& sweep) {
-  cs::TimelineData chart{{"serial"}, {{0, "serial, no overlap (1 chunk)", "", 0, sweep.serial_ms}}};
-  for (std::size_t i = 0; i < sweep.overlapped_ms.size(); ++i) {
-    const int row = static_cast<int>(chart.rows.size());
-    chart.rows.push_back(cs::format("%d chunk%s", 1 << i, i == 0 ? "" : "s"));
-    const cs::Span measured{row, "overlapped, measured", "", 0, sweep.overlapped_ms[i]};
+  double lowest_over_floor = 0, worst_over_bound = 0, one_ms = 0, best_ms = 0;
+  int best = 1;
+  cs::TimelineData chart{{"serial"}, {}};
+  void add(int chunks, double serial, double ms, const Bound& bound) {
+    std::printf("  %d chunks: serial %.3f ms, overlapped %.3f ms, bound %.3f ms (%s)\n", chunks,
+                serial, ms, bound.ms(), bound.pacer());
+    if (chunks == 1)
+      lowest_over_floor = ratio(ms, bound.floor_ms), one_ms = best_ms = ms,
+      chart.spans.push_back({0, "serial, no overlap (1 chunk)", "", 0, serial});
+    lowest_over_floor = std::min(lowest_over_floor, ratio(ms, bound.floor_ms));
+    worst_over_bound = std::max(worst_over_bound, ratio(ms, bound.ms()));
+    if (ms < best_ms) best = chunks, best_ms = ms;
+    const cs::Span measured{static_cast<int>(chart.rows.size()), "overlapped, measured", "", 0, ms};
+    chart.rows.push_back(cs::format("%d chunk%s", chunks, chunks == 1 ? "" : "s"));
     chart.spans.push_back(measured);
-    chart.spans.push_back({row, "lower bound from the stages' times", "", 0, sweep.bound_ms[i]});
-    if (measured.end_ms < sweep.bound_ms[i]) chart.spans.push_back(measured);  // it beat the bound
+    chart.spans.push_back({measured.row, "lower bound from the stages' times", "", 0, bound.ms()});
+    if (ms < bound.ms()) chart.spans.push_back(measured);  // it beat the bound
   }
-  const char* title =
-      "Time by chunk count; lower bound = max(engines: stage times + fill/drain, "
-      "streams: chunks in turn, host: issue)";
-  std::ofstream file(path);
-  file << cs::render_svg(chart, title).text;
-  if (!file) cs::usage_error("--chunks-svg " + path + ": cannot write the file");
-  std::printf("  Curve written to %s\n", path.c_str());
-}
+  void write_svg(const std::string& path) const {
+    std::ofstream file(path);
+    file << cs::render_svg(chart,
+                           "Time by chunk count; lower bound = max(engines: stage times + "
+                           "fill/drain, streams: chunks in turn, host: issue)")
+                .text;
+    if (!file) cs::usage_error("--chunks-svg " + path + ": cannot write the file");
+    std::printf("  Curve written to %s\n", path.c_str());
+  }
+};
 
 }  // namespace lab
