@@ -319,18 +319,22 @@ inline Bound pipeline_bound(const Model& m, int chunks, int streams, int engines
 
 // Part chunks' figures over the timed chunk counts, and its chart (--chunks-svg): the serial time,
 // then per count the measured time with its bound over it (and again where it is the shorter).
+// The worst count is the one whose overlapped / bound comes nearest its bar.
 struct Sweep {
-  double lowest_over_floor = 0, worst_over_bound = 0, one_ms = 0, best_ms = 0;
-  int best = 1;
+  double lowest_over_floor = 0, worst_over_bound = 0, worst_bar = 1, worst_host_share = 0;
+  double one_ms = 0, best_ms = 0;
+  int best = 1, worst_chunks = 0;
   cs::TimelineData chart{{"serial"}, {}};
-  void add(int chunks, double serial, double ms, const Bound& bound) {
+  void add(int chunks, double serial, double ms, const Bound& bound, double bar) {
     std::printf("  %d chunks: serial %.3f ms, overlapped %.3f ms, bound %.3f ms (%s)\n", chunks,
                 serial, ms, bound.ms(), bound.pacer());
     if (chunks == 1)
       lowest_over_floor = ratio(ms, bound.floor_ms), one_ms = best_ms = ms,
       chart.spans.push_back({0, "serial, no overlap (1 chunk)", "", 0, serial});
     lowest_over_floor = std::min(lowest_over_floor, ratio(ms, bound.floor_ms));
-    worst_over_bound = std::max(worst_over_bound, ratio(ms, bound.ms()));
+    if (ratio(ms, bound.ms()) / bar > worst_over_bound / worst_bar)
+      worst_over_bound = ratio(ms, bound.ms()), worst_bar = bar, worst_chunks = chunks,
+      worst_host_share = ratio(bound.host_ms, bound.ms());
     if (ms < best_ms) best = chunks, best_ms = ms;
     const cs::Span measured{static_cast<int>(chart.rows.size()), "overlapped, measured", "", 0, ms};
     chart.rows.push_back(cs::format("%d chunk%s", chunks, chunks == 1 ? "" : "s"));
