@@ -90,12 +90,12 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
               serial.median, kernels, concurrent.median, cs::median(issue_ms), speedup);
   lab::publish_timeline(setup, log.verify("concurrency_kernel"), kernels);
   // Ideal: N kernels after kLaunchMs per launch, in one turn however many hardware queues they
-  // share (nothing orders them), or in N turns without concurrentKernels. 75% of it leaves room
+  // share (nothing orders them; without concurrentKernels the check skips). 75% of it leaves room
   // for launch jitter and the kernels' start-up on the SMs.
-  const int turns = setup.prop.concurrentKernels ? 1 : kernels;
-  const double ideal = kernels * setup.kernel_ms / (turns * setup.kernel_ms + kernels * kLaunchMs);
+  const double issue = kernels * kLaunchMs,
+               ideal = kernels * setup.kernel_ms / (setup.kernel_ms + issue);
   cs::check_or_skip(setup.overlap_skip, "concurrency_speedup", speedup, kAtLeast, 0.75 * ideal, "x",
-                    lab::ideal_why(setup, ideal, kernels, turns, kernels * kLaunchMs));
+                    lab::ideal_why(setup, ideal, kernels, 1, issue));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -205,7 +205,7 @@ void part_threads(const lab::Setup& setup, int threads) {
   const int cores = std::max(1, int(std::thread::hardware_concurrency()) - 1);
   const int host_turns = threads <= cores ? 1 : (threads + cores - 1) / cores + 1;
   const int turns = std::max(setup.prop.concurrentKernels ? 1 : threads, host_turns);
-  const double ideal = threads * setup.kernel_ms / (turns * setup.kernel_ms);
+  const double ideal = double(threads) / turns;
   if (kPerThreadBuild)
     cs::check_or_skip(setup.timing_skip, "threads_run_concurrently", speedup, kAtLeast,
                       0.75 * ideal, "x", lab::ideal_why(setup, ideal, threads, turns, 0.0));
