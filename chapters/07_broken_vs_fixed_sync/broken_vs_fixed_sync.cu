@@ -392,7 +392,7 @@ void part_hidden_by_setting(lab::Lab& lab, bool broken) {
   }
   // cross-stream --broken exits 3 when its race was lost, 77 when a setting hid it.
   const bool shown = defaults == lab::kBugReproducedExitCode;
-  const int hidden = (launch_blocking == 77) + (one_queue == 77);
+  const int hidden = (launch_blocking == cs::kSkipExitCode) + (one_queue == cs::kSkipExitCode);
   cs::check_that("hidden_race_by_default", shown,
                  shown ? "with the default settings the race was lost"
                        : cs::format("with the default settings it exited %d", defaults));
