@@ -109,7 +109,8 @@ inline GraphShape shape_of(cudaGraph_t graph) {
   CS_CHECK(cudaGraphGetNodes(graph, nullptr, &shape.nodes));
   std::vector<cudaGraphNode_t> nodes(shape.nodes);
   CS_CHECK(cudaGraphGetNodes(graph, nodes.data(), &shape.nodes));
-  // CUDA 13 added the edge data (ports) to cudaGraphGetEdges; CUDA 12 has it as _v2.
+  // CUDA 13 added the edge data (ports) to cudaGraphGetEdges (CUDA 12.3+ has it as _v2);
+  // under CUDA 12 the lab calls cudaGraphGetEdges without it: the shape needs only the ends.
 #if CUDART_VERSION >= 13000
   CS_CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &shape.edges));
   std::vector<cudaGraphNode_t> from(shape.edges), to(shape.edges);
