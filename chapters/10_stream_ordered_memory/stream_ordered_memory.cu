@@ -340,8 +340,8 @@ void part_streams(int device, int sms, int n, const cs::LaunchEnvironment& env,
   cs::verify("owner_frees_after_event", got, want);
   cs::check_that("pool_empty_after_two_streams", done.used == 0,
                  "both allocations were freed in stream order: used " + lab::bytes_text(done.used));
-  // Issuing the fills, reads, events and frees takes the host at most this fraction of the
-  // producer's delay: cudaFreeAsync and cudaStreamWaitEvent return without waiting for the GPU.
+  // Issuing the producer's launch, the fills, reads, events and frees takes the host at most this
+  // fraction of the producer's delay: cudaFreeAsync and cudaStreamWaitEvent don't wait for the GPU.
   constexpr double kIssueOverProducerMax = 0.5;
   cs::check_or_skip(
       cs::first_reason(

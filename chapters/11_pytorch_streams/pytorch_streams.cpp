@@ -13,17 +13,18 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <ATen/cuda/Sleep.h>                // at::cuda::sleep (torch.cuda._sleep)
+#include <c10/cuda/CUDACachingAllocator.h>  // emptyCache()
+#include <c10/util/StringUtil.h>            // c10::str
 #include <set>
 
 #include "cuda_streams.hpp"
 #include "pytorch_streams_lab.h"
 
 using c10::cuda::CUDAStream;
-
 constexpr double kSumTolerance = 1e-3;  // against a double CPU sum: above rounding, below staleness
 
-// stream.wait_stream(producer) in Python: an event recorded on the producer, waited for by the
-// stream. The host does not block (cudaEventRecord + cudaStreamWaitEvent, chapter 05).
+// stream.wait_stream(producer) in Python: the host does not block (chapter 05's event + wait).
 void wait_stream(const CUDAStream& stream, const CUDAStream& producer) {
   at::cuda::CUDAEvent ready;  // cudaEventDisableTiming, like torch.cuda.Event()
   ready.record(producer);     // producer.record_event(): cudaEventRecord
@@ -50,7 +51,7 @@ double sleep_cycles_per_ms(const CUDAStream& stream) {
 
 // Part 1: torch.cuda.current_stream(), torch.cuda.Stream(), `with torch.cuda.stream(s)`
 void part_streams() {
-  const CUDAStream default_stream = c10::cuda::getDefaultCUDAStream();  // core: streams (15 lines)
+  const CUDAStream default_stream = c10::cuda::getDefaultCUDAStream();  // core: streams (17 lines)
   const CUDAStream current = c10::cuda::getCurrentCUDAStream();
   const CUDAStream custom = c10::cuda::getStreamFromPool();
   unsigned int flags = 0;
@@ -383,8 +384,7 @@ void part_capture(int replays, const cs::LaunchEnvironment& env, const cs::Commo
   x.copy_(torch::rand({kElements}, torch::kCUDA));  // new values in the same memory
   replay_and_compare("graph_replay_reads_new_input");
   if (common.no_timing) return cs::check_skipped("graph_replay_speedup", "--no-timing was given");
-  c10::cuda::CUDAStreamGuard guard(capture);
-  // Host time of `replays` iterations back to back and one sync, median of 5 (+1 untimed).
+  c10::cuda::CUDAStreamGuard guard(capture);  // each time: `replays` iterations, one sync
   const cs::Stats eager = cs::time_device_ms(1, 5, [&] {
     for (int i = 0; i < replays; ++i) (void)fork_join(x, side);
   });

@@ -4,11 +4,8 @@
 // events, record_stream, CUDAGraph) are in pytorch_streams.cpp.
 #pragma once
 
-#include <ATen/cuda/Sleep.h>                // at::cuda::sleep, which the program calls
-#include <c10/cuda/CUDACachingAllocator.h>  // the program's emptyCache()
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <c10/util/StringUtil.h>  // the program's c10::str
 #include <torch/cuda.h>
 #include <torch/torch.h>
 

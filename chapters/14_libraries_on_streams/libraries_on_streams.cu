@@ -132,7 +132,7 @@ void part_curand(const lab::Flags& f, int sms, const cs::LaunchEnvironment& env)
   CS_CHECK(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming));
   CS_CHECK(cudaMalloc(&x, generated * sizeof(float)));
   CS_CHECK(cudaMalloc(&sum, sizeof(double)));
-  curandGenerator_t generator = nullptr;  // core: curand (12 lines)
+  curandGenerator_t generator = nullptr;  // core: curand (13 lines)
   LIB_CHECK(curandCreateGenerator(&generator, CURAND_RNG_PSEUDO_DEFAULT));
   LIB_CHECK(curandSetPseudoRandomGeneratorSeed(generator, 2024ull));
   LIB_CHECK(curandSetStream(generator, p));  // the generator's kernels go to stream p
