@@ -76,7 +76,7 @@ void part_cublas(const lab::Flags& f, const cudaDeviceProp& prop, const cs::Laun
   const cs::Stats serial = cs::time_device_ms(1, kRepeats, [&] { sgemms(true); });
   const cs::Stats concurrent = cs::time_device_ms(1, kRepeats, [&] { sgemms(false); });
   const double issue_ms = lab::host_ms(
-      kRepeats, [] {}, [&] { sgemms(false); }, [] { CS_CHECK(cudaDeviceSynchronize()); });
+      kRepeats, [&] { sgemms(false); }, [] { CS_CHECK(cudaDeviceSynchronize()); });
   const double gemm_us = 1000 * serial.median / count, issue_us = 1000 * issue_ms / count;
   std::printf("Medians: one handle, one stream %s; %s %s\n", cs::format_ms(serial.median).c_str(),
               f.broken ? "a handle per stream, none given its stream" : "a handle per stream",
@@ -179,11 +179,15 @@ void part_thrust(const lab::Flags& f, const std::string& timing) {
   for (unsigned** p : {&in, &out, &keys}) CS_CHECK(cudaMalloc(p, n * sizeof(unsigned)));
   for (unsigned* d : {in, keys})  // into stream s, which orders them before the calls that read
     CS_CHECK(cudaMemcpyAsync(d, input.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice, s));
+  // The host's time from launching a producer into s until `call` behind it returns (as in part
+  // cub: a setting that makes launches wait, CUDA_LAUNCH_BLOCKING=1, shows in the clock).
   auto producer = [&] { spin<<<1, 1, 0, s>>>(kProducerMs * 1000000ull), CS_CHECK_LAUNCH(); };
-  auto timed = [&](auto call) {  // the host's time inside `call`, a producer ahead of it in s
-    return lab::host_ms(kRepeats, producer, call, [&] { CS_CHECK(cudaStreamSynchronize(s)); });
+  auto synchronize = [&] { CS_CHECK(cudaStreamSynchronize(s)); };
+  auto timed = [&](auto call) {
+    auto producer_then_call = [&] { producer(), call(); };  // both inside the clock
+    return lab::host_ms(kRepeats, producer_then_call, synchronize);
   };
-  // core: thrust (10 lines): each call under one policy: the host's time inside it; reduce's value
+  // core: thrust (10 lines): per policy, each call behind a producer: host time; reduce's value
   auto measure = [&](auto policy) {
     unsigned long long value = 0;
     return std::vector<double>{
@@ -243,10 +247,9 @@ void part_cub(const lab::Flags& f, const std::string& timing) {
   };
   issue(0, true);  // loads the kernels
   const double ordered = issue(1, !f.broken), waited = issue(2, false);
+  const char* storage = f.broken ? "cudaMalloc (--broken)" : "cudaMallocAsync/FreeAsync";
   std::printf("Host time to issue: %s with %s, %s with cudaMalloc/cudaFree\n",
-              cs::format_ms(ordered).c_str(),
-              f.broken ? "cudaMalloc (--broken)" : "cudaMallocAsync/FreeAsync",
-              cs::format_ms(waited).c_str());
+              cs::format_ms(ordered).c_str(), storage, cs::format_ms(waited).c_str());
   const std::vector<int> want(3, std::accumulate(input.begin(), input.end(), 0));
   cs::verify("cub_sum_results", sums, want);
   // Stream-ordered storage: the host issues it all in <= half the producer's time; cudaFree waits.
@@ -337,17 +340,16 @@ void part_capture(const lab::Flags& f) {
   CS_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   CS_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
   CS_CHECK(cudaMemsetAsync(out, 0, count * sizeof(unsigned), s));  // only replays write it now
-  auto nothing = [] {};
   auto synchronize = [&] { CS_CHECK(cudaStreamSynchronize(s)); };
   const double replay_ms = lab::host_ms(
-      f.replays, nothing, [&] { CS_CHECK(cudaGraphLaunch(exec, s)); }, synchronize);
+      f.replays, [&] { CS_CHECK(cudaGraphLaunch(exec, s)); }, synchronize);
   CS_CHECK(cudaMemcpy(got.data(), out, count * sizeof(unsigned), cudaMemcpyDeviceToHost));
   CS_CHECK(cudaMemcpy(&got[count], total, sizeof(unsigned), cudaMemcpyDeviceToHost));
   std::transform(input.begin(), input.end(), want.begin(), Affine{});
   want.push_back(std::accumulate(input.begin(), input.end(), 0u));
   cs::Comparison results = gemm.compare();
   cs::accumulate(results, cs::compare(got.data(), want.data(), got.size()));
-  const double eager_ms = lab::host_ms(f.replays, nothing, calls, synchronize);
+  const double eager_ms = lab::host_ms(f.replays, calls, synchronize);
   std::printf("%zu nodes; host time to issue them: %s one by one, %s as one graph launch\n", nodes,
               cs::format_ms(eager_ms).c_str(), cs::format_ms(replay_ms).c_str());
   cs::report_comparison("replay_results", results);

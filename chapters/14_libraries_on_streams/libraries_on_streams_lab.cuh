@@ -142,13 +142,12 @@ struct Gemm {
   }
 };
 
-// The host's median time inside `call` over `repeats` runs: `before` runs ahead of each (a
-// producer, say), `after` once it is timed (a synchronization).
-template <class Before, class Call, class After>
-double host_ms(int repeats, Before&& before, Call&& call, After&& after) {
+// The host's median time inside `call` over `repeats` runs; `after` runs once each is timed (a
+// synchronization).
+template <class Call, class After>
+double host_ms(int repeats, Call&& call, After&& after) {
   std::vector<double> samples;
   for (int r = 0; r < repeats; ++r) {
-    before();
     const double begin = cs::host_now_ms();
     call();
     samples.push_back(cs::host_now_ms() - begin);
