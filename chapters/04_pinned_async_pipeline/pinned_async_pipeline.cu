@@ -5,8 +5,9 @@
 // guide's two-stream example (part seed) and turns it into a measured pipeline: pageable vs
 // pinned copies (pinned), cudaHostRegister (register), S streams x C chunks against a bound from
 // the measured stages (pipeline), and the time against the chunk count (chunks). Parts pipeline
-// and chunks share issue(), the pipeline's loop; the measurement machinery (stage timing,
-// calibration, the bound) is in pinned_async_pipeline_lab.cuh, which a reader may skip.
+// and chunks share issue(), the pipeline's loop. A reader may skip the two headers: the flags,
+// buffers, bound and sweep are in pinned_async_pipeline_lab.cuh, the measurements the bound is
+// computed from (stage timing, calibration, fixed costs) in pinned_async_pipeline_stages.cuh.
 //
 // Build and run (the lesson, README.md, has the nvcc line and the expected output)
 //   cmake --preset default && cmake --build --preset default
@@ -25,22 +26,21 @@
 
 #include "cuda_streams.hpp"
 #include "pinned_async_pipeline_lab.cuh"
+#include "pinned_async_pipeline_stages.cuh"
 
 // The seed's MyKernel (the guide does not show its body): exact in floating point for the small
 // integers it gets. <<<100, 512>>> is far fewer threads than elements: each strides the array.
 __global__ void MyKernel(float* output, const float* input, std::size_t size) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < size;
-       i += stride) {
+       i += stride)
     output[i] = 2.0f * input[i] + 1.0f;
-  }
 }
 
 // Holds its stream for `ns` nanoseconds (lab::measure_op_costs times copies queued behind it).
 __global__ void hold_stream(unsigned long long ns) {
   const unsigned long long start = cs::globaltimer_ns();
-  while (cs::globaltimer_ns() - start < ns) {
-  }
+  while (cs::globaltimer_ns() - start < ns) continue;
 }
 
 // The pipeline's kernel: `iterations` dependent multiply-adds per element; its time grows with
@@ -54,8 +54,6 @@ __global__ void scramble(std::uint32_t* output, const std::uint32_t* input, std:
   for (int k = 0; k < iterations; ++k) x = x * multiplier + increment;
   output[i] = x;
 }
-
-namespace {
 
 struct Copy {
   double gbps = 0, call_ms = 0, copy_ms = 0;
@@ -211,21 +209,24 @@ void clear_outputs(const lab::Buffers& b) {
 // the host's issue time is 75% of the bound or more: the host and the GPU then pace the run
 // together, and the jitter of either adds to the time (1024 chunks on the H200: 1.26x and 1.27x,
 // once 1.47x; without overlap it is 3.2x there).
-constexpr double kOverlapVsBound = 1.4, kHostNearVsBound = 2.0, kHostNear = 0.75,
-                 kFloorHolds = 0.95;
+constexpr double kFloorHolds = 0.95;
 double overlap_bar(const lab::Bound& bound) {
-  return bound.host_ms >= kHostNear * bound.ms() ? kHostNearVsBound : kOverlapVsBound;
+  return bound.host_ms >= 0.75 * bound.ms() ? 2.0 : 1.4;
 }
 
-// The pipeline at C chunks in `order`: 0 serial (all in streams[0]), 1 depth-first (chunk by
-// chunk, chunk c in stream c % S), 2 breadth-first (per wave of one chunk per stream: its H2Ds,
-// its kernels, its D2Hs). With `joins` (an event per stream), streams[0] forks the others before
-// and joins them after, so that events on streams[0] time all of them. Drawn on `timeline`.
-void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int C, int order,
+// The orders the pipeline's calls can be issued in, named as their checks are.
+enum Order { kSerial, kDepthFirst, kBreadthFirst };
+const char* const kOrderNames[] = {"serial", "depth_first", "breadth_first"};
+
+// The pipeline at C chunks in `order`: serial (all in streams[0]), depth-first (chunk by chunk,
+// chunk c in stream c % S) or breadth-first (per wave of one chunk per stream: its H2Ds, its
+// kernels, its D2Hs). With `joins` (an event per stream), streams[0] forks the others before and
+// joins them after, so that events on streams[0] time all of them. Drawn on `timeline`.
+void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int C, Order order,
            int iterations, const std::vector<cudaEvent_t>* joins = nullptr,
            cs::Timeline* timeline = nullptr) {
-  const int S = static_cast<int>(streams.size()), wave = order == 2 ? S : 1;
-  auto row = [&](int c) { return order == 0 ? 0 : c % S; };
+  const int S = static_cast<int>(streams.size()), wave = order == kBreadthFirst ? S : 1;
+  auto row = [&](int c) { return order == kSerial ? 0 : c % S; };
   auto on = [&](int c) { return streams[row(c)]; };
   auto span = [&](int c, const char* kind) {
     return timeline ? timeline->span(cs::format("stream %d", row(c)), kind, on(c))
@@ -263,69 +264,68 @@ void issue(const lab::Buffers& b, const std::vector<cudaStream_t>& streams, int 
 }
 
 void part_pipeline(lab::Buffers& b, const lab::Run& run) {
-  const int C = run.chunks, S = run.streams, engines = run.engines;
+  const int C = run.chunks, S = run.streams;
   std::printf("  %d chunk(s) of %s over %d stream(s)%s%s\n", C,
               cs::format_bytes(4.0 * b.begin(1, C)).c_str(), S,
               b.elements % C ? " (sizes differ by one element at most)" : "",
               S > C ? cs::format(" (only %d of the %d streams get a chunk)", C, S).c_str() : "");
   std::vector<cudaStream_t> streams(S);
+  std::vector<cudaEvent_t> joins(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   const lab::Model m = lab::measure_model(b, run, streams[0]);  // stages, kernel, fixed costs
+  const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
+  for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   // Each order timed, then run once more on a timeline and checked against the CPU's reference.
-  const char* names[] = {"serial", "depth_first", "breadth_first"};
+  double ms[3] = {};
+  for (int i = kSerial; i <= kBreadthFirst && run.measure(); ++i)
+    ms[i] = cs::time_on_stream_ms(streams[0], 1, run.repeats, [&] {
+              issue(b, streams, C, Order(i), m.iterations, &joins);
+            }).median;
   const char* titles[] = {
       "Serial: every chunk in stream 0, nothing overlaps",
       "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
       "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
-  const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
-  std::vector<cudaEvent_t> joins(S);
-  for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  double ms[3] = {};
-  for (int i = 0; i < 3 && run.measure(); ++i)
-    ms[i] = cs::time_on_stream_ms(streams[0], 1, run.repeats, [&] {
-              issue(b, streams, C, i, m.iterations, &joins);
-            }).median;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = kSerial; i <= kBreadthFirst; ++i) {
     clear_outputs(b);
     cs::Timeline timeline;
     timeline.start(streams[0]);
-    issue(b, streams, C, i, m.iterations, &joins, &timeline);
+    issue(b, streams, C, Order(i), m.iterations, &joins, &timeline);
     cs::publish_timeline(timeline.collect(), run.common, titles[i]);
     CS_CHECK(cudaDeviceSynchronize());
-    cs::verify(std::string("pipeline_") + names[i], b.host_out, want.data(), b.elements);
+    cs::verify(std::string("pipeline_") + kOrderNames[i], b.host_out, want.data(), b.elements);
   }
-  const lab::Bound bound = lab::pipeline_bound(m, C, S, engines, ms[0]);
+  const lab::Bound bound(m, C, S, run.engines, ms[kSerial]);
   if (run.measure())
     std::printf(
         "  kernel calibrated once: %d multiply-adds per element, %.3f ms (copy %.3f)\n"
         "  bound: %.3f ms (paced by the %s); serial %.3f ms; depth-first takes %.2fx and "
         "breadth-first %.2fx of the serial time\n",
-        m.iterations, m.alone[1] / C, m.copy_pace_ms, bound.ms(), bound.pacer(), ms[0],
-        lab::ratio(ms[1], ms[0]), lab::ratio(ms[2], ms[0]));
+        m.iterations, m.alone[1] / C, m.copy_pace_ms, bound.ms(), bound.pacer(), ms[kSerial],
+        lab::ratio(ms[kDepthFirst], ms[kSerial]), lab::ratio(ms[kBreadthFirst], ms[kSerial]));
   cs::check_or_skip(run.pipeline_holds_skip, "bound_holds",
                     lab::ratio(std::min(ms[1], ms[2]), bound.floor_ms), cs::Compare::at_least,
                     kFloorHolds, "x",
                     cs::format("the faster order's time / the floor, %.3f ms", bound.floor_ms));
-  const std::string speedup_skip =
-      cs::first_reason({run.overlap_skip, lab::speedup_limits(engines, S, C)});
-  for (int i = 1; i < 3; ++i) {
+  for (int i = kDepthFirst; i <= kBreadthFirst; ++i) {
     cs::check_or_skip(
-        run.overlap_skip, std::string("bound_") + names[i], lab::ratio(ms[i], bound.ms()),
+        run.overlap_skip, std::string("bound_") + kOrderNames[i], lab::ratio(ms[i], bound.ms()),
         cs::Compare::at_most, overlap_bar(bound), "x",
         cs::format("overlapped / bound; host issue %.0f%% of it; H200 target <= 1.03x (median)",
                    100 * lab::ratio(bound.host_ms, bound.ms())));
     cs::check_or_skip(
-        speedup_skip, std::string("speedup_") + names[i], lab::ratio(ms[0], ms[i]),
+        cs::first_reason({run.overlap_skip, run.speedup_limits(C)}),
+        std::string("speedup_") + kOrderNames[i], lab::ratio(ms[kSerial], ms[i]),
         cs::Compare::at_least, run.speedup_bar(), "x",
-        cs::format("serial / overlapped; asyncEngineCount %d; H200 target >= 2.50x", engines));
+        cs::format("serial / overlapped; asyncEngineCount %d; H200 target >= 2.50x", run.engines));
   }
   for (cudaEvent_t e : joins) CS_CHECK(cudaEventDestroy(e));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
 void part_chunks(lab::Buffers& b, const lab::Run& run) {
-  const int S = run.streams, engines = run.engines, repeats = std::min(run.repeats, 3);
+  const int S = run.streams, repeats = std::min(run.repeats, 3);
   std::vector<cudaStream_t> streams(S);
+  std::vector<cudaEvent_t> joins(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   // The kernel is sized once, at --chunks: every chunk count below does the same work.
   const lab::Model m = lab::measure_model(b, run, streams[0]);
@@ -338,30 +338,30 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
         return lab::ratio(std::max(C * m.host_copy_ms, copies), m.alone[2 * i]);
       });
   // The same pipeline at 1, 2, 4, ... 1024 chunks: stages, serial and depth-first time, bound.
-  std::vector<cudaEvent_t> joins(S);
   for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
   for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
   const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
   lab::Sweep sweep;  // a line per timed chunk count
+  // The median time of `work` on streams[0]: one warm-up, then at most three timed runs.
+  auto median_ms = [&](auto&& work) {
+    return cs::time_on_stream_ms(streams[0], 1, repeats, work).median;
+  };
   int wrong = 0, counts = 0;
   for (int C = 1; C <= 1024; C *= 2, ++counts) {
     if (run.measure()) {
-      const lab::Model st = lab::measure_stages(m, b, C, pair[0], pair[1], engines, repeats, true);
+      const lab::Model st =
+          lab::measure_stages(m, b, C, pair[0], pair[1], run.engines, repeats, true);
       // core: chunks
-      const double serial = cs::time_on_stream_ms(streams[0], 1, repeats, [&] {
-                              issue(b, streams, C, 0, m.iterations);
-                            }).median;
+      const double serial = median_ms([&] { issue(b, streams, C, kSerial, m.iterations); });
       clear_outputs(b);  // what chunks_results checks is the depth-first runs' output alone
-      const double ms = cs::time_on_stream_ms(streams[0], 1, repeats, [&] {
-                          issue(b, streams, C, 1, m.iterations, &joins);
-                        }).median;
+      const double ms = median_ms([&] { issue(b, streams, C, kDepthFirst, m.iterations, &joins); });
       // end core
       // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
-      const lab::Bound bound = lab::pipeline_bound(st, C, S, engines, serial);
+      const lab::Bound bound(st, C, S, run.engines, serial);
       sweep.add(C, serial, ms, bound, overlap_bar(bound));
     } else {
-      clear_outputs(b), issue(b, streams, C, 1, m.iterations);
+      clear_outputs(b), issue(b, streams, C, kDepthFirst, m.iterations);
     }
     CS_CHECK(cudaDeviceSynchronize());
     wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
@@ -379,7 +379,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
                     cs::format("overlapped / bound at the count nearest its bar, %d chunks; host "
                                "issue %.0f%% of it; median H200 target <= 1.03x",
                                sweep.worst_chunks, 100 * sweep.worst_host_share));
-  cs::check_or_skip(cs::first_reason({run.overlap_skip, lab::speedup_limits(engines, S, 1024)}),
+  cs::check_or_skip(cs::first_reason({run.overlap_skip, run.speedup_limits(1024)}),
                     "chunks_best_vs_one", lab::ratio(sweep.one_ms, sweep.best_ms),
                     cs::Compare::at_least, run.speedup_bar(), "x",
                     "one chunk's time / the best chunk count's");
@@ -387,8 +387,6 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
   for (cudaEvent_t e : joins) CS_CHECK(cudaEventDestroy(e));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
-
-}  // namespace
 
 int main(int argc, char** argv) {
   lab::Run run;  // the flags and why checks skip
@@ -405,10 +403,10 @@ int main(int argc, char** argv) {
   const cs::LaunchEnvironment env = cs::launch_environment();  // before the first CUDA call
 
   // Every size is checked before the GPU is touched, except what only the device can say.
-  lab::Buffers b = lab::sized_buffers(run);  // refuses what host memory cannot hold
+  lab::Buffers b(run.mib);  // refuses what host memory cannot hold
   const cudaDeviceProp prop = cs::select_device(run.common.device);
   cs::print_launch_environment(env);
-  lab::prepare_run(run, env, prop, b);  // what fits on the device, why checks skip
+  run.prepare(env, prop, b.bytes);  // what fits on the device, why checks skip
 
   if (parts.begin("seed")) part_seed(b.elements);
   if (parts.chosen() == "seed") return cs::finish();

@@ -1,5 +1,7 @@
-// Chapter 04's measurement machinery, which a reader may skip (the lesson explains the model):
-// flags, buffers, stage timing, calibration, the fixed cost of one operation and the bound.
+// Chapter 04's run, which a reader may skip: the flags and why checks skip, the buffers and the
+// CPU's reference, the figures the bound is computed from (measured in
+// pinned_async_pipeline_stages.cuh), the bound itself (the lesson's part 4 explains it), and part
+// chunks' figures and chart.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,7 +30,6 @@ constexpr int kBlock = 256;
 inline unsigned blocks_for(std::size_t count) {
   return static_cast<unsigned>((count + kBlock - 1) / kBlock);
 }
-
 inline std::uint32_t input_word(std::size_t i) {
   return static_cast<std::uint32_t>(i) * 2654435761u + 12345u;
 }
@@ -41,28 +42,45 @@ inline std::vector<std::uint32_t> expected_output(std::size_t elements, int iter
   for (std::size_t i = 0; i < elements; ++i) want[i] = multiplier * input_word(i) + increment;
   return want;
 }
-
 // a / b, or 0 when b is not positive: no ratio printed is negative or infinite.
 inline double ratio(double a, double b) {
   return b > 0 ? a / b : 0;
 }
 
+// The flags, asyncEngineCount, and why checks skip: the timed ones (skip), those that need streams
+// to overlap, chunks_bound_holds and bound_holds (the lesson's part 4 says why).
 struct Run {
-  int mib = 256, chunks = 32, streams = 4, repeats = 5, engines = 0;  // engines: asyncEngineCount
+  int mib = 256, chunks = 32, streams = 4, repeats = 5, engines = 0;
   cs::CommonOptions common;
-  // Why the timed checks skip, why streams cannot overlap, why the overlap checks skip (either),
-  // and why chunks_bound_holds and bound_holds skip (the lesson's part 4 says why).
   std::string chunks_svg, skip, overlap_skip, holds_skip, pipeline_holds_skip;
   bool measure() const { return !common.no_timing; }
   double speedup_bar() const { return engines >= 2 ? 1.8 : 1.5; }  // serial / overlapped
   void add_flags(cs::Options& options) {
-    options.add_int("mib", &mib, 1, 65536,
-                    "data size in MiB (the seed's, the copies', the pipeline's)");
+    options.add_int("mib", &mib, 1, 65536, "data size in MiB (the seed's, copies', pipeline's)");
     options.add_int("chunks", &chunks, 1, 1024, "pieces the pipeline cuts the data into");
     options.add_int("streams", &streams, 1, 64, "streams the chunks are dealt to, round robin");
     options.add_int("repeats", &repeats, 1, 100, "timed repeats after one warm-up (median shown)");
     options.add_string("chunks-svg", &chunks_svg, "FILE", "part chunks' times as an SVG chart");
     cs::add_common_options(options, &common);
+  }
+  // Once the device is chosen: exits 2 when it cannot hold `bytes` twice; says why checks skip.
+  void prepare(const cs::LaunchEnvironment& env, const cudaDeviceProp& prop, std::size_t bytes) {
+    cs::require_fits_on_device(2 * bytes, cs::format("--mib %d", mib));
+    engines = prop.asyncEngineCount;
+    const char* small = mib < 32 ? "--mib below 32 is too small to time reliably" : "";
+    skip = cs::first_reason({common.timing_skip_reason(), small});
+    overlap_skip = cs::first_reason({skip, cs::no_overlap_reason(env)});
+    const char* queue = "CUDA_DEVICE_MAX_CONNECTIONS=1: both copy directions wait in one queue";
+    holds_skip = cs::first_reason({overlap_skip, env.max_connections == 1 ? queue : ""});
+    const std::string shared = cs::format(
+        "%d streams on %d copy engines: copies of one direction overlap", streams, engines);
+    pipeline_holds_skip =
+        cs::first_reason({holds_skip, streams > engines + 1 && engines > 0 ? shared : ""});
+  }
+  // Why the speedup over serial at C chunks cannot reach its bar.
+  std::string speedup_limits(int C) const {
+    if (engines == 0) return "asyncEngineCount 0: this device cannot overlap copies with kernels";
+    return streams < 3 ? "needs --streams 3 or more" : C < 8 ? "needs --chunks 8 or more" : "";
   }
 };
 
@@ -74,45 +92,18 @@ struct Buffers {
   std::vector<std::uint32_t> pageable;  // ordinary memory holding the same input words
   std::size_t begin(int c, int chunks) const { return elements * c / chunks; }
   std::size_t size(int c, int chunks) const { return begin(c + 1, chunks) - begin(c, chunks); }
+  // Exits 2 before the GPU is touched when two pinned buffers, a pageable one and the CPU
+  // reference would take more than half of host memory.
+  explicit Buffers(int mib) : bytes(static_cast<std::size_t>(mib) << 20) {
+    elements = bytes / sizeof(std::uint32_t);
+    const double physical = 1.0 * std::max(0L, sysconf(_SC_PHYS_PAGES)) *
+                            std::max(0L, sysconf(_SC_PAGE_SIZE));  // 0: unknown
+    if (physical > 0 && 4.0 * bytes > 0.5 * physical)
+      cs::usage_error(cs::format("--mib %d: needs ", mib) + cs::format_bytes(4.0 * bytes) +
+                      " of host memory, more than half of this machine's " +
+                      cs::format_bytes(physical));
+  }
 };
-
-// Exits 2 before the GPU is touched when two pinned buffers, a pageable one and the CPU
-// reference would take more than half of host memory.
-inline Buffers sized_buffers(const Run& run) {
-  Buffers b;
-  b.bytes = static_cast<std::size_t>(run.mib) << 20;
-  b.elements = b.bytes / sizeof(std::uint32_t);
-  const double physical = 1.0 * std::max(0L, sysconf(_SC_PHYS_PAGES)) *
-                          std::max(0L, sysconf(_SC_PAGE_SIZE));  // 0: unknown
-  if (physical > 0 && 4.0 * b.bytes > 0.5 * physical)
-    cs::usage_error(cs::format("--mib %d: needs ", run.mib) + cs::format_bytes(4.0 * b.bytes) +
-                    " of host memory, more than half of this machine's " +
-                    cs::format_bytes(physical));
-  return b;
-}
-
-// Once the device is chosen: exits 2 when it cannot hold the buffers; sets why checks skip.
-inline void prepare_run(Run& run, const cs::LaunchEnvironment& env, const cudaDeviceProp& prop,
-                        const Buffers& b) {
-  cs::require_fits_on_device(2 * b.bytes, cs::format("--mib %d", run.mib));
-  run.skip = cs::first_reason({run.common.timing_skip_reason(),
-                               run.mib < 32 ? "--mib below 32 is too small to time reliably" : ""});
-  run.overlap_skip = cs::first_reason({run.skip, cs::no_overlap_reason(env)});
-  const char* queue = "CUDA_DEVICE_MAX_CONNECTIONS=1: both copy directions wait in one queue";
-  run.holds_skip = cs::first_reason({run.overlap_skip, env.max_connections == 1 ? queue : ""});
-  run.engines = prop.asyncEngineCount;
-  const std::string engines = cs::format(
-      "%d streams on %d copy engines: copies of one direction overlap", run.streams, run.engines);
-  run.pipeline_holds_skip = cs::first_reason(
-      {run.holds_skip, run.streams > run.engines + 1 && run.engines > 0 ? engines : ""});
-}
-
-// Why the speedup over serial cannot reach its bar.
-inline std::string speedup_limits(int engines, int streams, int chunks) {
-  if (engines == 0) return "asyncEngineCount 0: this device cannot overlap copies with kernels";
-  if (streams < 3) return "needs --streams 3 or more";
-  return chunks < 8 ? "needs --chunks 8 or more" : "";
-}
 
 // check_or_skip() of `<name>_h2d` with value(0), then of `<name>_d2h` with value(1), in "x".
 template <class Value>
@@ -120,27 +111,6 @@ void check_directions(const std::string& skip, const std::string& name, cs::Comp
                       double bar, const std::string& why, Value&& value) {
   for (int i = 0; i < 2; ++i)
     cs::check_or_skip(skip, name + (i == 0 ? "_h2d" : "_d2h"), value(i), compare, bar, "x", why);
-}
-
-// Every chunk's `stage` (0 H2D, 1 kernel, 2 D2H) in one stream: that stage's total time alone.
-inline double stage_alone_ms(const Buffers& b, int chunks, int stage, int iterations,
-                             cudaStream_t on, int repeats) {
-  auto all_chunks = [&] {
-    for (int c = 0; c < chunks; ++c) {
-      const std::size_t at = b.begin(c, chunks), n = b.size(c, chunks);
-      if (stage == 0)
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, 4 * n, cudaMemcpyHostToDevice, on));
-      if (stage == 1) {
-        scramble<<<blocks_for(n), kBlock, 0, on>>>(b.dev_out + at, b.dev_in + at, n, iterations,
-                                                   kMultiplier, kIncrement);
-        CS_CHECK_LAUNCH();
-      }
-      if (stage == 2)
-        CS_CHECK(
-            cudaMemcpyAsync(b.host_out + at, b.dev_out + at, 4 * n, cudaMemcpyDeviceToHost, on));
-    }
-  };
-  return cs::time_on_stream_ms(on, 1, repeats, all_chunks).median;
 }
 
 // What parts pipeline and chunks measure before they run the pipeline: the kernel's multiply-adds
@@ -155,167 +125,33 @@ struct Model {
   double alone[3] = {}, both[2] = {};
 };
 
-// The fixed costs, on 3 rounds of 200 copies and 200 empty launches.
-inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, double plain_gbps,
-                             cudaStream_t stream) {
-  constexpr int kOps = 200;
-  std::vector<double> host_copy, host_launch, gpu_copy;
-  cudaEvent_t start, stop;
-  CS_CHECK(cudaEventCreate(&start));
-  CS_CHECK(cudaEventCreate(&stop));
-  auto copies = [&] {
-    for (int i = 0; i < kOps; ++i)
-      CS_CHECK(cudaMemcpyAsync(b.dev_in, b.host_in, bytes, cudaMemcpyHostToDevice, stream));
-  };
-  for (int round = 0; round < 3; ++round) {
-    CS_CHECK(cudaStreamSynchronize(stream));
-    double t0 = cs::host_now_ms();
-    copies();
-    host_copy.push_back((cs::host_now_ms() - t0) / kOps);
-    CS_CHECK(cudaStreamSynchronize(stream));
-    t0 = cs::host_now_ms();
-    for (int i = 0; i < kOps; ++i) {
-      scramble<<<1, kBlock, 0, stream>>>(b.dev_out, b.dev_in, 1, 0, kMultiplier, kIncrement);
-      CS_CHECK_LAUNCH();
-    }
-    host_launch.push_back((cs::host_now_ms() - t0) / kOps);
-    // On the GPU: hold the stream (ns) until the host has queued every copy, then time them.
-    hold_stream<<<1, 1, 0, stream>>>(1e6 * (0.5 + 4 * kOps * host_copy.back()));
-    CS_CHECK_LAUNCH();
-    CS_CHECK(cudaEventRecord(start, stream));
-    copies();
-    CS_CHECK(cudaEventRecord(stop, stream));
-    CS_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CS_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    gpu_copy.push_back(std::max(0.0, ms / kOps - ratio(1.0 * bytes, plain_gbps * 1e6)));
-  }
-  CS_CHECK(cudaEventDestroy(start));
-  CS_CHECK(cudaEventDestroy(stop));
-  // The host's costs enter a floor: the fastest round (a median put one above a run's time).
-  m.host_copy_ms = cs::summarize(host_copy).min, m.host_launch_ms = cs::summarize(host_launch).min;
-  m.gpu_copy_ms = cs::median(gpu_copy);
-}
-
-// m with its stages at C chunks: the copies each alone (unless `calibrated` with two copy engines:
-// then each direction alone is m's plain copy plus C fixed costs on the GPU); with two copy engines
-// every H2D in `up` and every D2H in `down` at once; if `calibrated`, the kernels in one stream.
-inline Model measure_stages(Model m, const Buffers& b, int chunks, cudaStream_t up,
-                            cudaStream_t down, int engines, int repeats, bool calibrated) {
-  for (int i = 0; i < 2 && (!calibrated || engines < 2); ++i)
-    m.alone[2 * i] = m.both[i] = stage_alone_ms(b, chunks, 2 * i, 0, up, repeats);
-  if (engines >= 2) {
-    cudaEvent_t start, up_done, down_done;
-    CS_CHECK(cudaEventCreate(&start));
-    CS_CHECK(cudaEventCreate(&up_done));
-    CS_CHECK(cudaEventCreate(&down_done));
-    std::vector<double> times[2];
-    for (int i = -1; i < repeats; ++i) {  // one warm-up
-      CS_CHECK(cudaEventRecord(start, up));
-      CS_CHECK(cudaStreamWaitEvent(down, start, 0));
-      for (int c = 0; c < chunks; ++c) {  // interleaved, so that both streams start together
-        const std::size_t at = b.begin(c, chunks), bytes = 4 * b.size(c, chunks);
-        CS_CHECK(cudaMemcpyAsync(b.dev_in + at, b.host_in + at, bytes, cudaMemcpyHostToDevice, up));
-        CS_CHECK(
-            cudaMemcpyAsync(b.host_out + at, b.dev_out + at, bytes, cudaMemcpyDeviceToHost, down));
-      }
-      CS_CHECK(cudaEventRecord(up_done, up));
-      CS_CHECK(cudaEventRecord(down_done, down));
-      CS_CHECK(cudaEventSynchronize(up_done));
-      CS_CHECK(cudaEventSynchronize(down_done));
-      float ms[2] = {};
-      CS_CHECK(cudaEventElapsedTime(&ms[0], start, up_done));
-      CS_CHECK(cudaEventElapsedTime(&ms[1], start, down_done));
-      for (int d = 0; d < 2 && i >= 0; ++d) times[d].push_back(ms[d]);
-    }
-    CS_CHECK(cudaEventDestroy(start));
-    CS_CHECK(cudaEventDestroy(up_done));
-    CS_CHECK(cudaEventDestroy(down_done));
-    for (int d = 0; d < 2; ++d) m.both[d] = cs::median(times[d]);
-    for (int d = 0; d < 2 && calibrated; ++d)
-      m.alone[2 * d] = m.plain_ms[d] + chunks * m.gpu_copy_ms;
-  }
-  if (calibrated) m.alone[1] = stage_alone_ms(b, chunks, 1, m.iterations, up, repeats);
-  return m;
-}
-
-// Times the copies of a C-chunk pipeline (C = --chunks), sizes the kernel to 0.9 of one chunk's
-// copy inside the pipeline (so that the copy engines pace it), then times the kernel stage and
-// the fixed cost of one operation.
-inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
-  Model m;
-  if (!run.measure()) return m;  // the defaults: nothing is timed
-  const int chunks = run.chunks, repeats = run.repeats, engines = run.engines;
-  cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
-  for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
-  auto h2d = [&] { CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice)); };
-  auto d2h = [&] { CS_CHECK(cudaMemcpy(b.host_out, b.dev_out, b.bytes, cudaMemcpyDeviceToHost)); };
-  m.plain_ms[0] = cs::time_on_stream_ms(nullptr, 1, repeats, h2d).median;
-  m.plain_ms[1] = cs::time_on_stream_ms(nullptr, 1, repeats, d2h).median;
-  m = measure_stages(m, b, chunks, pair[0], pair[1], engines, repeats, false);
-  m.copy_pace_ms =
-      (engines >= 2 ? std::max(m.both[0], m.both[1]) : m.alone[0] + m.alone[2]) / chunks;
-  // GPUs raise their clocks under load within tens of milliseconds: keep the SMs busy for about
-  // 100 ms, then time a guess at one chunk's kernel and scale it to the target, three times.
-  cs::EventTimer timer;
-  double busy_ms = 0;
-  for (int i = 0; i < 200 && busy_ms < 100; ++i) {
-    timer.start(up);
-    scramble<<<blocks_for(b.elements), kBlock, 0, up>>>(b.dev_out, b.dev_in, b.elements, 1024,
-                                                        kMultiplier, kIncrement);
-    CS_CHECK_LAUNCH();
-    timer.stop(up);
-    busy_ms += timer.elapsed_ms();
-  }
-  m.iterations = 1024;
-  const std::size_t n = b.size(0, chunks);
-  for (int round = 0; round < 3; ++round) {
-    const double ms = cs::time_on_stream_ms(up, 1, 5, [&] {
-                        scramble<<<blocks_for(n), kBlock, 0, up>>>(
-                            b.dev_out, b.dev_in, n, m.iterations, kMultiplier, kIncrement);
-                        CS_CHECK_LAUNCH();
-                      }).median;
-    const double scaled = ms > 0 ? m.iterations * (0.9 * m.copy_pace_ms) / ms : 1 << 20;
-    m.iterations = static_cast<int>(std::min<double>(1 << 20, std::max(1.0, std::round(scaled))));
-  }
-  m.alone[1] = stage_alone_ms(b, chunks, 1, m.iterations, up, repeats);
-  // The fixed cost of one operation, on copies of one chunk but 8 MiB at most.
-  const std::size_t cost_bytes = std::min(4 * b.begin(1, chunks), std::size_t{8} << 20);
-  measure_op_costs(m, b, cost_bytes, ratio(1.0 * b.bytes, m.plain_ms[0] * 1e6), up);
-  for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
-  return m;
-}
-
-// The least time the overlapped pipeline can take, from the stages measured without it: the
-// largest of the engines', the streams' and the host's limits; the floor leaves the bus out.
+// The least time the overlapped pipeline can take at C chunks over S streams, from the stages
+// measured without it: the largest of the engines', the streams' and the host's limits; the floor
+// leaves the bus out.
 struct Bound {
   double engines_ms = 0, streams_ms = 0, host_ms = 0, floor_ms = 0;
   double ms() const { return std::max({engines_ms, streams_ms, host_ms}); }
   const char* pacer() const {
     return ms() == host_ms ? "host" : ms() == streams_ms ? "streams" : "engines";
   }
-};
-inline Bound pipeline_bound(const Model& m, int chunks, int streams, int engines,
-                            double serial_ms) {
-  const double c = chunks, H = m.alone[0], K = m.alone[1], D = m.alone[2];  // each stage alone
-  const double h = H / c, k = K / c, d = D / c;                             // one chunk's
-  Bound bound;
-  // No copy engine: nothing overlaps; one: it does H2D and D2H in turn; two or more: each
-  // stage's total, after the first chunk's earlier stages, before the last chunk's later.
-  bound.engines_ms = engines == 0 ? H + K + D : std::max(H + D, K) + h + d + k - std::max(h + d, k);
-  if (engines >= 2) bound.engines_ms = std::max({H + k + d, h + K + d, h + k + D});
-  bound.streams_ms = serial_ms * std::ceil(c / streams) / c;        // each stream's chunks in turn
-  bound.host_ms = c * (2 * m.host_copy_ms + m.host_launch_ms) + d;  // the issue loop
-  bound.floor_ms = bound.ms();
-  if (engines >= 2) {  // the bus: each direction alone at its own pace, both at once in between
-    const double fill = h + k, drain = k + d, up = std::max(0.0, 1 - fill / H) * m.both[0],
-                 down = std::max(0.0, 1 - drain / D) * m.both[1];
-    const double rest = up > down ? (up - down) / m.both[0] * H : (down - up) / m.both[1] * D;
-    bound.engines_ms =
-        std::max(bound.engines_ms, std::min(H + D, fill + std::min(up, down) + rest + drain));
+  Bound(const Model& m, int C, int S, int engines, double serial_ms) {
+    const double c = C, H = m.alone[0], K = m.alone[1], D = m.alone[2];  // each stage alone
+    const double h = H / c, k = K / c, d = D / c;                        // one chunk's
+    // No copy engine: nothing overlaps; one: it does H2D and D2H in turn; two or more: each
+    // stage's total, after the first chunk's earlier stages, before the last chunk's later.
+    engines_ms = engines == 0 ? H + K + D : std::max(H + D, K) + h + d + k - std::max(h + d, k);
+    if (engines >= 2) engines_ms = std::max({H + k + d, h + K + d, h + k + D});
+    streams_ms = serial_ms * std::ceil(c / S) / c;              // each stream's chunks in turn
+    host_ms = c * (2 * m.host_copy_ms + m.host_launch_ms) + d;  // the issue loop
+    floor_ms = ms();
+    if (engines >= 2) {  // the bus: each direction alone at its own pace, both at once in between
+      const double fill = h + k, drain = k + d, up = std::max(0.0, 1 - fill / H) * m.both[0],
+                   down = std::max(0.0, 1 - drain / D) * m.both[1];
+      const double rest = up > down ? (up - down) / m.both[0] * H : (down - up) / m.both[1] * D;
+      engines_ms = std::max(engines_ms, std::min(H + D, fill + std::min(up, down) + rest + drain));
+    }
   }
-  return bound;
-}
+};
 
 // Part chunks' figures over the timed chunk counts, and its chart (--chunks-svg): the serial time,
 // then per count the measured time with its bound over it (and again where it is the shorter).
