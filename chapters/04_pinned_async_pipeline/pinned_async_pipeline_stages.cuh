@@ -136,24 +136,19 @@ inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
   m.copy_pace_ms = (engines >= 2 ? std::max(m.both[0], m.both[1]) : m.alone[0] + m.alone[2]) / C;
   // GPUs raise their clocks under load within tens of milliseconds: keep the SMs busy for about
   // 100 ms, then time a guess at one chunk's kernel and scale it to the target, three times.
-  cs::EventTimer timer;
+  auto kernel_ms = [&](std::size_t n, int iterations, int warmup, int timed) {
+    auto launch = [&] {
+      scramble<<<blocks_for(n), kBlock, 0, up>>>(b.dev_out, b.dev_in, n, iterations, kMultiplier,
+                                                 kIncrement);
+      CS_CHECK_LAUNCH();
+    };
+    return cs::time_on_stream_ms(up, warmup, timed, launch).median;
+  };
   double busy_ms = 0;
-  for (int i = 0; i < 200 && busy_ms < 100; ++i) {
-    timer.start(up);
-    scramble<<<blocks_for(b.elements), kBlock, 0, up>>>(b.dev_out, b.dev_in, b.elements, 1024,
-                                                        kMultiplier, kIncrement);
-    CS_CHECK_LAUNCH();
-    timer.stop(up);
-    busy_ms += timer.elapsed_ms();
-  }
+  for (int i = 0; i < 200 && busy_ms < 100; ++i) busy_ms += kernel_ms(b.elements, 1024, 0, 1);
   m.iterations = 1024;
-  const std::size_t n = b.size(0, C);
   for (int round = 0; round < 3; ++round) {
-    const double ms = cs::time_on_stream_ms(up, 1, 5, [&] {
-                        scramble<<<blocks_for(n), kBlock, 0, up>>>(
-                            b.dev_out, b.dev_in, n, m.iterations, kMultiplier, kIncrement);
-                        CS_CHECK_LAUNCH();
-                      }).median;
+    const double ms = kernel_ms(b.size(0, C), m.iterations, 1, 5);
     const double scaled = ms > 0 ? m.iterations * (0.9 * m.copy_pace_ms) / ms : 1 << 20;
     m.iterations = static_cast<int>(std::min<double>(1 << 20, std::max(1.0, std::round(scaled))));
   }
