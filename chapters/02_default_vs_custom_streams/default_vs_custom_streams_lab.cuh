@@ -1,11 +1,12 @@
 // Chapter 02's measurement machinery: not the lesson, and a reader may skip this file. KernelLog
 // keeps where the spin kernels write when they ran (part 1's timeline is drawn from those records,
-// so drawing it adds no work to the streams); then the bars' words and the seed parts' inputs
-// and CPU checks. This header is compiled into the program, so in the per-thread build a 0
-// stream here is the calling thread's default stream too.
+// so drawing it adds no work to the streams); then the words of the concurrency bars and the seed
+// parts' inputs and CPU checks. This header is compiled into the program, so in the per-thread
+// build a 0 stream here is the calling thread's default stream too.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,41 +42,43 @@ struct Setup {
   std::string overlap_skip = cs::first_reason({concurrent_skip, cs::no_overlap_reason(env)});
 };
 
-// The records of a part's spin kernels on the device, and the host's count of its launches.
+// Where a part's spin kernels write when they ran, one record per launch (part 4 makes the most:
+// 32,742 with 128 streams and 50 repeats), and how long the host asked each launch to spin.
 struct KernelLog {
-  std::vector<unsigned int> launches;
-  std::vector<unsigned long long> requested_ns;
-  size_t bytes = launches.size() * sizeof(KernelRecord);
+  static constexpr size_t kCapacity = 1 << 16;
+  unsigned long long kernel_ns;  // the length of a task()
+  std::vector<unsigned long long> asked_ns = std::vector<unsigned long long>(kCapacity);
+  std::atomic<size_t> launched{0};  // part 3's host threads launch at once
   KernelRecord* records = nullptr;
-  explicit KernelLog(int slots) : launches(size_t(slots), 0), requested_ns(size_t(slots), 0) {
-    CS_CHECK(cudaMalloc(&records, bytes));
-    CS_CHECK(cudaMemset(records, 0, bytes));
+  explicit KernelLog(const Setup& setup) : kernel_ns(setup.kernel_ns) {
+    CS_CHECK(cudaMalloc(&records, kCapacity * sizeof(KernelRecord)));
+    CS_CHECK(cudaMemset(records, 0, kCapacity * sizeof(KernelRecord)));
     CS_CHECK(cudaDeviceSynchronize());  // a stream-0 memset does not order non-blocking streams
   }
-  ~KernelLog() { cudaFree(records); }
-  KernelLog(const KernelLog&) = delete;  // it owns `records`
+  ~KernelLog() { cudaFree(records); }  // (std::atomic makes it impossible to copy)
 
-  // The arguments of one launch into record `slot`, counted (threads may use different slots).
-  SpinTask task(int slot, unsigned long long duration_ns) {
-    ++launches.at(size_t(slot));
-    requested_ns[size_t(slot)] = duration_ns;
-    return {duration_ns, records + slot};
+  // The arguments of the next launch: spin for --kernel-ms, or for `duration_ns`.
+  SpinTask task() { return task(kernel_ns); }
+  SpinTask task(unsigned long long duration_ns) {
+    const size_t i = launched++;
+    asked_ns.at(i) = duration_ns;
+    return {duration_ns, records + i};
   }
 
-  // Waits for all work and copies the records back. CHECK <name>_runs: each kernel ran once per
-  // launch; <name>_spins: none ended before its time (the iteration bound ended it, not the
-  // timer). Returns the records, for a timeline.
+  // Waits for all work and copies the records back. CHECK <name>_runs: each launch ran once;
+  // <name>_spins: none ended before its time (the iteration bound ended it, not the timer).
+  // Returns the records, in launch order.
   std::vector<KernelRecord> verify(const std::string& name) const {
     CS_CHECK(cudaDeviceSynchronize());
-    std::vector<KernelRecord> got(launches.size());
-    CS_CHECK(cudaMemcpy(got.data(), records, bytes, cudaMemcpyDeviceToHost));
-    std::vector<unsigned int> runs;
+    std::vector<KernelRecord> got(launched);
+    CS_CHECK(cudaMemcpy(got.data(), records, got.size() * sizeof(got[0]), cudaMemcpyDeviceToHost));
+    std::vector<unsigned int> runs, once(got.size(), 1);
     int short_spins = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       runs.push_back(got[i].runs);
-      short_spins += launches[i] > 0 && got[i].end_ns - got[i].start_ns < requested_ns[i];
+      short_spins += got[i].end_ns - got[i].start_ns < asked_ns[i];
     }
-    cs::verify(name + "_runs", runs, launches);
+    cs::verify(name + "_runs", runs, once);
     cs::check_that(name + "_spins", short_spins == 0,
                    cs::format("%d of %zu kernels ended before their time on the global timer",
                               short_spins, got.size()));
@@ -83,25 +86,28 @@ struct KernelLog {
   }
 };
 
-// Part 1's timeline of n kernels, from their own records (0..n-1 the default stream's, n..2n-1
-// the streams'): each run in ms since its first kernel started.
+// Part 1's timeline, from the records of n kernels in the default stream, then in n streams
+// (every repeat of each): the last repeat of each, in ms since its first kernel started.
 inline void publish_timeline(const Setup& setup, const std::vector<KernelRecord>& rec, int n) {
+  const KernelRecord* last[2] = {&rec[rec.size() / 2 - n], &rec[rec.size() - n]};
+  unsigned long long origin[2] = {~0ull, ~0ull};
+  for (int i = 0; i < 2 * n; ++i)
+    origin[i / n] = std::min(origin[i / n], last[i / n][i % n].start_ns);
   cs::TimelineData timeline;
   for (int i = 0; i < 2 * n; ++i) {
     const int run = i / n, k = i % n + 1;
-    unsigned long long origin = ~0ull;
-    for (int j = run * n; j < run * n + n; ++j) origin = std::min(origin, rec[j].start_ns);
+    const KernelRecord& r = last[run][k - 1];
     timeline.rows.push_back(run ? cs::format("stream %d, kernel %d", k, k)
                                 : cs::format("default stream, kernel %d", k));
     timeline.spans.push_back({i, run ? "concurrent" : "serial", "",
-                              (rec[i].start_ns - origin) * 1e-6, (rec[i].end_ns - origin) * 1e-6});
+                              (r.start_ns - origin[run]) * 1e-6, (r.end_ns - origin[run]) * 1e-6});
   }
   const char* title =
       "Timeline: the default stream runs them in turn; %d streams run them together";
   cs::publish_timeline(timeline, setup.common, cs::format(title, n));
 }
 
-// The words beside a bar of 0.75 x the ideal speedup of n kernels in `turns` (both parts' bar).
+// The words beside a bar of 0.75 x the ideal speedup of n kernels in `turns` (parts 1 and 3).
 inline std::string ideal_why(const Setup& setup, double ideal, int n, int turns, double issue_ms) {
   const int q = setup.env.max_connections;  // hardware queues
   return cs::format("0.75 x ideal %.2fx: %d kernels in %d turn%s on %d queue%s, %.3f ms to issue",
@@ -118,31 +124,27 @@ inline std::vector<float> random_values(size_t count, unsigned seed, bool normal
   return values;
 }
 
-// Checks the n x n product on the device against m x m in double precision on the CPU: every
+// Checks the n x n product m x m on the device against the CPU's in double precision: every
 // entry of a small matrix, else 4096 (the corners, then entries picked at random). Float sums of
 // n products against a double reference: 1e-4 relative.
-inline void verify_square(const std::string& name, const std::string& of,
-                          const std::vector<float>& m, const float* device_product, int n) {
+inline void verify_square(const char* name, const char* of, const std::vector<float>& m,
+                          const float* device_product, size_t n) {
   std::vector<float> product(m.size());
   CS_CHECK(cudaMemcpy(product.data(), device_product, m.size() * 4, cudaMemcpyDeviceToHost));
-  const size_t count = m.size(), edge = size_t(n), samples = count <= 65536 ? count : 4096;
+  const size_t count = m.size(), samples = count <= 65536 ? count : 4096;
   std::mt19937 picker(1);
   std::uniform_int_distribution<size_t> any(0, count - 1);
-  std::vector<double> got, want;
+  std::vector<double> got, want(samples);
   for (size_t s = 0; s < samples; ++s) {
     const size_t i = samples == count ? s : s == 0 ? 0 : s == 1 ? count - 1 : any(picker);
-    double sum = 0;
-    for (size_t k = 0; k < edge; ++k)
-      sum += double(m[i / edge * edge + k]) * m[k * edge + i % edge];
+    for (size_t k = 0; k < n; ++k) want[s] += double(m[i / n * n + k]) * m[k * n + i % n];
     got.push_back(product[i]);
-    want.push_back(sum);
   }
-  cs::verify(cs::format("%s (%zu entries of %s)", name.c_str(), samples, of.c_str()), got, want,
-             1e-4);
+  cs::verify(cs::format("%s (%zu entries of %s)", name, samples, of), got, want, 1e-4);
 }
 
 // Checks `device_out` against host_in * factor, element by element.
-inline void verify_scaled(const std::string& name, const float* device_out,
+inline void verify_scaled(const char* name, const float* device_out,
                           const std::vector<float>& host_in, float factor) {
   std::vector<float> got(host_in.size()), want(host_in.size());
   CS_CHECK(cudaMemcpy(got.data(), device_out, got.size() * 4, cudaMemcpyDeviceToHost));
