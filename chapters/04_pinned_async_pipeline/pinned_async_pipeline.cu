@@ -5,9 +5,9 @@
 // guide's two-stream example (part seed) and turns it into a measured pipeline: pageable vs
 // pinned copies (pinned), cudaHostRegister (register), S streams x C chunks against a bound from
 // the measured stages (pipeline), and the time against the chunk count (chunks). Parts pipeline
-// and chunks share issue(), the pipeline's loop. A reader may skip the two headers: the flags,
-// buffers, bound and sweep are in pinned_async_pipeline_lab.cuh, the measurements the bound is
-// computed from (stage timing, calibration, fixed costs) in pinned_async_pipeline_stages.cuh.
+// and chunks share issue(), the pipeline's loop. A reader may skip pinned_async_pipeline_lab.cuh:
+// the flags, buffers, bound and sweep, and the measurements the bound is computed from (stage
+// timing, calibration, fixed costs).
 //
 // Build and run (the lesson, README.md, has the nvcc line and the expected output)
 //   cmake --preset default && cmake --build --preset default
@@ -26,7 +26,6 @@
 
 #include "cuda_streams.hpp"
 #include "pinned_async_pipeline_lab.cuh"
-#include "pinned_async_pipeline_stages.cuh"
 
 // The seed's MyKernel (the guide does not show its body): exact in floating point for the small
 // integers it gets. <<<100, 512>>> is far fewer threads than elements: each strides the array.
