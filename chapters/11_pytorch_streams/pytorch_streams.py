@@ -68,6 +68,22 @@ def close_to(got, want, tolerance):
     return abs(got - want) <= tolerance * max(1.0, abs(want))
 
 
+def race_skip_reason(shown, outcome, what_blocking_did, no_timing):
+    """Why a "race shown" check of a broken example is skipped, or "" when it is made (as the C++
+    program's lab::race_skip_reason): --no-timing; where the race was not lost,
+    CUDA_LAUNCH_BLOCKING=1 or one hardware queue (kernels start in issue order there, then run
+    side by side: the outcome is up to timing)."""
+    if no_timing:
+        return f"--no-timing: whether {outcome} depends on timing"
+    if shown or not (LAUNCH_BLOCKING or ONE_QUEUE):
+        return ""
+    if LAUNCH_BLOCKING:
+        return (f"CUDA_LAUNCH_BLOCKING=1: {what_blocking_did}, so the missing wait did no harm: "
+                "launch blocking hides this race")
+    return ("CUDA_DEVICE_MAX_CONNECTIONS=1: in the one hardware queue the kernels start in issue "
+            f"order and then run side by side, so whether {outcome} is up to timing")
+
+
 def verify(name, got, want, tolerance=0.0):
     """Compares two tensors element by element in float64 on the CPU, like cs::verify."""
     got = got.detach().cpu().double().flatten()
@@ -314,12 +330,11 @@ def broken_normal_sum(torch, args, spinner):
         what = f"sum() read A before normal_() wrote it: it returned {got:.1f}, the sum of the ones A held before"
     else:
         what = f"sum() returned {got:.4f} instead of {want:.4f}: it read A while normal_() was writing it"
-    if args.no_timing or (LAUNCH_BLOCKING and not broken_is_wrong):
+    skip = race_skip_reason(broken_is_wrong, "the race is lost",
+                            "normal_() had finished before sum() was issued", args.no_timing)
+    if skip:
         print(f"  seed: {what}")
-        check_skipped("seed_normal_sum_race_shown",
-                      "--no-timing: whether the race is lost depends on timing" if args.no_timing else
-                      "CUDA_LAUNCH_BLOCKING=1: normal_() had finished before sum() was issued, so the "
-                      "missing wait did no harm: launch blocking hides this race")
+        check_skipped("seed_normal_sum_race_shown", skip)
     else:
         check_that("seed_normal_sum_race_shown", broken_is_wrong, what)
     check_that("fixed_normal_sum", close_to(fixed_got, fixed_want, SUM_TOLERANCE),
@@ -367,12 +382,11 @@ def record_stream_hazard(torch, args, spinner):
         what = "A's block was reused, but sum() had read it first this time"
     else:
         what = "the allocator did not hand A's block out again, so nothing overwrote it"
-    if args.no_timing or (LAUNCH_BLOCKING and not broken_is_wrong):
+    skip = race_skip_reason(broken_is_wrong, "the overwrite wins",
+                            "sum() had finished before A was freed", args.no_timing)
+    if skip:
         print(f"  without record_stream: {what}")
-        check_skipped("seed_free_without_record_stream_shown",
-                      "--no-timing: whether the overwrite wins depends on timing" if args.no_timing else
-                      "CUDA_LAUNCH_BLOCKING=1: sum() had finished before A was freed, so the missing "
-                      "wait did no harm: launch blocking hides this race")
+        check_skipped("seed_free_without_record_stream_shown", skip)
     else:
         check_that("seed_free_without_record_stream_shown", broken_is_wrong, what)
     # record_stream's promise (no new owner for A's block while side may still read it) shows only

@@ -31,9 +31,8 @@ inline std::vector<double> host_values(const torch::Tensor& tensor) {
 // Python's repr of a CUDA integer tensor: "tensor([6, 6], device='cuda:0')".
 inline std::string python_repr(const torch::Tensor& tensor) {
   std::string text;
-  for (double v : host_values(tensor)) {
+  for (double v : host_values(tensor))
     text += (text.empty() ? "" : ", ") + std::to_string(static_cast<int64_t>(v));
-  }
   return "tensor([" + text + "], device='cuda:" + std::to_string(tensor.get_device()) + "')";
 }
 
@@ -41,38 +40,41 @@ inline bool close_to(double got, double want, double tolerance) {
   return std::fabs(got - want) <= tolerance * std::max(1.0, std::fabs(want));
 }
 
-// Why a "race shown" check of a broken example is skipped, or "" when it is made: --no-timing,
-// or CUDA_LAUNCH_BLOCKING=1 where the race was not lost (every launch waited for its work).
+// Why a "race shown" check of a broken example is skipped, or "" when it is made: --no-timing;
+// where the race was not lost, CUDA_LAUNCH_BLOCKING=1 (every launch waited for its work) or one
+// hardware queue (the first kernel starts first and the other runs beside it: up to timing).
 inline std::string race_skip_reason(bool shown, const cs::LaunchEnvironment& env,
                                     const cs::CommonOptions& common, const std::string& outcome,
                                     const std::string& what_blocking_did) {
   if (common.no_timing) return "--no-timing: whether " + outcome + " depends on timing";
-  if (!env.launch_blocking || shown) return "";
-  return "CUDA_LAUNCH_BLOCKING=1: " + what_blocking_did +
-         ", so the missing wait did no harm: launch blocking hides this race";
+  if (shown || !(env.launch_blocking || env.max_connections == 1)) return "";
+  if (env.launch_blocking)
+    return "CUDA_LAUNCH_BLOCKING=1: " + what_blocking_did +
+           ", so the missing wait did no harm: launch blocking hides this race";
+  return "CUDA_DEVICE_MAX_CONNECTIONS=1: in the one hardware queue the kernels start in issue "
+         "order and then run side by side, so whether " +
+         outcome + " is up to timing";
 }
 
 // What the broken normal_()/sum() run of part 5 returned, in words (A held 100 x 100 ones).
 inline std::string race_words(double got, double want, double tolerance) {
   if (close_to(got, want, tolerance)) return "sum() matched A: the race was not lost this time";
-  if (close_to(got, 100.0 * 100.0, tolerance)) {
+  if (close_to(got, 100.0 * 100.0, tolerance))
     return cs::format(
         "sum() read A before normal_() wrote it: it returned %.1f, the sum of the ones A held "
         "before",
         got);
-  }
   return cs::format("sum() returned %.4f instead of %.4f: it read A while normal_() was writing it",
                     got, want);
 }
 
 // What happened to the block of a tensor freed while another stream still read it (part 6).
 inline std::string reuse_words(double got, double want, bool reused, double tolerance) {
-  if (!close_to(got, want, tolerance)) {
+  if (!close_to(got, want, tolerance))
     return cs::format(
         "the allocator gave A's block to the next tensor at once; its fill_(7) ran before the "
         "slow sum(), which returned %.0f instead of %.0f",
         got, want);
-  }
   return reused ? "A's block was reused, but sum() had read it first this time"
                 : "the allocator did not hand A's block out again, so nothing overwrote it";
 }
@@ -101,10 +103,9 @@ inline void check_that_or_skip(const std::string& skip, const std::string& name,
 inline void skip_capture_checks(const c10::Error& error) {
   const std::string message = error.what_without_backtrace();
   for (const char* name :
-       {"graph_replay_matches_eager", "graph_replay_reads_new_input", "graph_replay_speedup"}) {
+       {"graph_replay_matches_eager", "graph_replay_reads_new_input", "graph_replay_speedup"})
     cs::check_skipped(name, "CUDA_LAUNCH_BLOCKING=1: the capture failed: " +
                                 message.substr(0, message.find('\n')));
-  }
 }
 
 // Part 9's CPU reference, in double, and its tolerance (float rounding ~1e-6; stale input ~0.1).
