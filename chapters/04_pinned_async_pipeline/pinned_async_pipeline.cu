@@ -302,8 +302,8 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
         m.iterations, m.alone[1] / C, m.copy_pace_ms, bound.ms(), bound.pacer(), ms[kSerial],
         lab::ratio(ms[kDepthFirst], ms[kSerial]), lab::ratio(ms[kBreadthFirst], ms[kSerial]));
   cs::check_or_skip(run.pipeline_holds_skip, "bound_holds",
-                    lab::ratio(std::min(ms[1], ms[2]), bound.floor_ms), cs::Compare::at_least,
-                    kFloorHolds, "x",
+                    lab::ratio(std::min(ms[kDepthFirst], ms[kBreadthFirst]), bound.floor_ms),
+                    cs::Compare::at_least, kFloorHolds, "x",
                     cs::format("the faster order's time / the floor, %.3f ms", bound.floor_ms));
   for (int i = kDepthFirst; i <= kBreadthFirst; ++i) {
     cs::check_or_skip(
