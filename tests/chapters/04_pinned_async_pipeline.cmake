@@ -131,8 +131,10 @@ chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING
                    "depth-first takes [0-9.]+x and breadth-first [0-9.]+x of the serial time"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
+# Three repeats, not two: the median of two samples is their mean, so one slow copy out of two
+# moved registered_vs_pinned_h2d to 0.84x (1 run in 14 on an H100); a median of three ignores it.
 chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
-             ARGS --repeats 2
+             ARGS --repeats 3
              MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "CHECK bound_depth_first: [0-9.]+x <= 1.40x .* PASS"
                    "CHECK chunks_bound_holds: skipped \\(CUDA_DEVICE_MAX_CONNECTIONS=1"
