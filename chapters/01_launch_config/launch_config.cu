@@ -300,7 +300,7 @@ void part_invalid(const cudaDeviceProp& prop, const cs::LaunchEnvironment& env) 
       check_rejected("invalid_block_size_rejected",
                      cs::format("%d threads per block", too_many_threads), cudaGetLastError());
 
-  // One block more than the grid may have in y (65535 on the H200 as in cc 1.x: only x grew).
+  // One block more than the grid may have in y (65535 on the H200 as in cc 1.x; x and z grew).
   const dim3 tall_grid(1, static_cast<unsigned>(prop.maxGridSize[1]) + 1);
   visit<<<tall_grid, 1>>>(nullptr, 0, 0, 0);
   rejected += check_rejected("invalid_grid_y_rejected", cs::format("grid.y = %u", tall_grid.y),
