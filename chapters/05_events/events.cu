@@ -3,7 +3,7 @@
 // A CUDA event is a marker in a stream: it completes when the GPU reaches it. With events a
 // program times GPU work, makes one stream wait for another without stopping the host, asks
 // whether work is done without waiting for it, and waits for it without burning a CPU core.
-// PyTorch's record_event, wait_event, wait_stream and synchronize are all built on them.
+// PyTorch's record_event, wait_event, wait_stream and Event.synchronize are built on them.
 //
 // Build and run
 //   cmake --preset default && cmake --build --preset default && build/bin/05_events

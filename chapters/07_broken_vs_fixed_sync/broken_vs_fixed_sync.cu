@@ -1,7 +1,8 @@
 // Chapter 07: broken and fixed synchronization, side by side. PyTorch's notes warn that in
 // `with torch.cuda.stream(s): B = torch.sum(A)` sum() "may start execution before normal_()
-// finishes!" Each case is a pair: --broken omits the wait it needs, --fixed adds exactly that
-// wait. The slow side spins --delay-ms (50 ms), so the broken variant loses its race every time.
+// finishes!" Each case is a pair: --broken omits the wait it needs (over-sync: waits after every
+// launch instead of once), --fixed is the one-line fix. In the races the slow side spins
+// --delay-ms (50 ms), so the broken variant loses its race every time.
 // clang-format off
 //   cmake --preset default && cmake --build --preset default && build/bin/07_broken_vs_fixed_sync
 //   nvcc -std=c++17 -arch=native -Icommon/include chapters/07_broken_vs_fixed_sync/broken_vs_fixed_sync.cu common/src/*.cpp -o 07_broken_vs_fixed_sync

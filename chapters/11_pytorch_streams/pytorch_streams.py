@@ -12,7 +12,8 @@ calls underneath. Corrections to the seeds:
   - the broken normal_()/sum() example runs next to its fix, with a slow producer so that the
     race is lost every time, and so does freeing a tensor another stream still reads.
 
-Run: python3 pytorch_streams.py [--matrix N] [--spin-ms N] [--repeats N] [--no-timing]
+Run: python3 pytorch_streams.py [--part NAME] [--matrix N] [--spin-ms N] [--repeats N] [--replays N]
+     [--no-timing]
 Exit status: 0 every check passed, 1 a check failed, 2 bad command line, 77 cannot run here (SKIP).
 """
 

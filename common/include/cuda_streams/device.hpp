@@ -25,7 +25,7 @@ inline constexpr int kFailExitCode = 1;
 /// Prints `SKIP: <reason>` on stdout and exits 77.
 [[noreturn]] void skip(const std::string& reason);
 
-/// Prints `<program>: error: <message>` on stderr and exits 2 (a bad command line).
+/// Prints `error: <message>` on stderr and exits 2 (a bad command line).
 [[noreturn]] void usage_error(const std::string& message);
 
 /// The number of CUDA devices; skips (77) when there is no device or driver.
@@ -42,7 +42,8 @@ void require_devices(int needed, const std::string& part);
  */
 cudaDeviceProp select_device(int ordinal);
 
-/// Exits 2 with a message naming @p what when @p bytes exceed the current device's free memory.
+/// Exits 2 with a message naming @p what when @p bytes exceed 90% of the current device's free
+/// memory (the rest is left for the runtime's own allocations).
 void require_fits_on_device(std::size_t bytes, const std::string& what);
 
 /// Formats a byte count with a binary unit ("64.0 MiB").
