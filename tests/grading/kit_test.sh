@@ -48,7 +48,8 @@ case "$mode" in
     cmake --preset exercises "${generator[@]}" "${cmake_args[@]}" -DCUDA_STREAMS_ONLY='^01_' \
       -DCUDA_STREAMS_DOCS=OFF -DCUDA_STREAMS_TORCH=OFF >../configure.log 2>&1 ||
       { tail -n 30 ../configure.log; fail "the handout does not configure"; }
-    cmake --build --preset exercises --target 01_launch_config_exercise >../build.log 2>&1 ||
+    cmake --build --preset exercises --target 01_launch_config_exercise common_unit_tests \
+      >../build.log 2>&1 ||
       { tail -n 30 ../build.log; fail "the handout's exercise 01 does not build"; }
     solved=$(ctest --preset exercises -N -L solved | sed -n 's/^Total Tests: //p')
     [ "${solved:-0}" -eq 0 ] || fail "the handout registers $solved solved tests"
@@ -60,6 +61,9 @@ case "$mode" in
       fail "ctest --preset exercises-check failed: the exercise as given does not fail as its lesson says"
     ctest --test-dir build-exercises -L args -R '^01_launch_config_exercise' ||
       fail "the exercise's argument tests failed"
+    # The README's labels select tests in a tree without the course kit (tests/grading/, label kit).
+    ctest --test-dir build-exercises -R '^repo\.readme_labels_select_tests$' ||
+      fail "the handout's README names a label that selects no test"
     cd ..
     python3 "$source_dir/tests/grading/check_no_solution.py" "$source_dir" handout handout/build-exercises ||
       fail "solution text in the handout or its build"
