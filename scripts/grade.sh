@@ -90,9 +90,14 @@ if [ "$compiled" -eq 1 ] && ! cmake --build "$build" --target cuda_streams_commo
   exit 2
 fi
 for chapter in "${exercises[@]}"; do
+  # A chapter this toolkit cannot compile is left out at configure time, saying why: not the
+  # student's fault, so it is reported as could not run here, not as a compiler error.
+  left_out=$(sed -n "s/^-- cuda-streams: chapter $chapter skipped: //p" "$out/logs/configure.log" | head -n 1)
   if [ -f "$root/chapters/$chapter/exercise.cu" ]; then
     if [ ! -f "$student/chapters/$chapter/exercise.cu" ]; then
       echo "$chapter missing chapters/$chapter/exercise.cu" >>"$out/logs/status.txt"
+    elif [ -n "$left_out" ]; then
+      echo "$chapter not_built $left_out" >>"$out/logs/status.txt"
     elif cmake --build "$build" --target "${chapter}_exercise" >"$out/logs/$chapter.build.log" 2>&1; then
       echo "$chapter built" >>"$out/logs/status.txt"
     else
@@ -136,6 +141,9 @@ for chapter in exercises:
     state = status.get(chapter, "missing")
     if state.startswith("missing"):
         rows.append((chapter, "failed", f"{state.split(' ', 1)[1]} is missing from the student's tree"))
+        continue
+    if state.startswith("not_built"):
+        rows.append((chapter, "could not run here", f"not built here: {state.split(' ', 1)[1]}"))
         continue
     if state == "build_failed":
         rows.append((chapter, "failed", "does not compile: " + first_error(f"{out}/logs/{chapter}.build.log")))

@@ -13,7 +13,7 @@ The task
 
 Run and test
   python3 chapters/11_pytorch_streams/exercise.py
-  cmake --preset exercises && ctest --preset exercises -R '^11_pytorch_streams_exercise\\.'
+  cmake --preset exercises && ctest --preset exercises -R '^11_pytorch_streams_exercise[.]'
   (the test runs where the configured python3 imports torch; elsewhere it is skipped)
 
 What it prints

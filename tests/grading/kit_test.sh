@@ -102,7 +102,15 @@ PYTHON
     bash "$source_dir/scripts/grade.sh" student --out grade-passes --only '^11_' -- "${cmake_args[@]}" ||
       fail "grade.sh did not exit 0 when every exercise passed"
     grep -q '^Score: 1 of 1 exercises passed' grade-passes/summary.md || fail "a passing exercise did not score"
-    echo "The grader scores the handout 0 of 2 and names a failing check; a student's tests do not count."
+    # A chapter the toolkit cannot compile (left out at configure time) could not run here: it is
+    # not the student's compiler error. The instructor's tree with chapter 01 asking for CUDA 99.0.
+    bash "$source_dir/scripts/make_handout.sh" --solved old_toolkit >/dev/null || fail "make_handout.sh --solved failed"
+    cp "$source_dir/scripts/grade.sh" old_toolkit/scripts/
+    echo 'cuda_streams_chapter(MIN_TOOLKIT 99.0)' >old_toolkit/chapters/01_launch_config/CMakeLists.txt
+    bash old_toolkit/scripts/grade.sh handout --out grade-old-toolkit --only '^01_' -- "${cmake_args[@]}"
+    grep -q '^| 01_launch_config | could not run here | not built here: it needs CUDA Toolkit 99.0 or newer' \
+      grade-old-toolkit/summary.md || fail "a chapter left out by the toolkit was not reported as could not run here"
+    echo "The grader scores the handout 0 of 2, names a failing check and a chapter the toolkit left out; a student's tests do not count."
     ;;
   scores)
     if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
