@@ -86,7 +86,8 @@ inline std::vector<bool> parse(Lab* f, cs::Options& opts, const cs::Parts& parts
   std::vector<std::string> names(1, "all");  // the cases, then "all"
   for (const cs::Parts::Part& c : cases) names.insert(names.end() - 1, c.name);
   opts.add_choice("case", &f->case_name, names, "which case to run (--part NAME is the same)");
-  opts.add_flag("broken", &f->broken, "run the variant with the bug (exit 3 when it shows)");
+  opts.add_flag("broken", &f->broken,
+                "run the variant with the bug (exit 3 when it shows, 77 when a setting hides it)");
   opts.add_flag("fixed", &f->fixed, "run the corrected variant (exit 0 when it is right)");
   opts.add_flag("list", &f->list, "list the cases with one line each, then exit");
   opts.add_int("delay-ms", &f->delay_ms, 1, 10000, "how long each slow side spins, in ms");
