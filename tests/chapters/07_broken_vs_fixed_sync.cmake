@@ -181,18 +181,20 @@ chapter_test(NAME extremes.elements_max LABELS gpu ARGS --part cross-stream --el
 # The whole lesson under the two settings: each broken variant shows its bug or says that the
 # setting hides it (a skipped check); every fixed variant is right; exit 0. Under
 # CUDA_LAUNCH_BLOCKING=1 nothing is timed (over-sync's checks are skipped), so it need not run alone.
+# The cross-stream lines are anchored at the line's start: part hidden-by-setting echoes its child
+# runs' cross-stream lines indented, and those alone would match.
 chapter_test(NAME launch_blocking LABELS gpu ENV CUDA_LAUNCH_BLOCKING=1
              MATCH "Environment: CUDA_LAUNCH_BLOCKING=1"
                    "CHECK host_read_bug_shown: (skipped \\(did not show under CUDA_LAUNCH_BLOCKING=1|the bug showed)"
-                   "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
-                   "CHECK cross_stream_sum: .* PASS" "CHECK fixed_right_under_every_setting: .* PASS"
+                   "^CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_LAUNCH_BLOCKING=1"
+                   "^CHECK cross_stream_sum: .* PASS" "CHECK fixed_right_under_every_setting: .* PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "bug NOT reproduced")
 chapter_test(NAME one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
              MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
-                   "CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=1"
+                   "^CHECK cross_stream_bug_shown: skipped \\(cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "CHECK reuse_bug_shown: skipped \\(cannot be shown under CUDA_DEVICE_MAX_CONNECTIONS=1"
-                   "CHECK cross_stream_sum: .* PASS" "CHECK sync_once_speedup: .* PASS"
+                   "^CHECK cross_stream_sum: .* PASS" "CHECK sync_once_speedup: .* PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "bug NOT reproduced")
 
