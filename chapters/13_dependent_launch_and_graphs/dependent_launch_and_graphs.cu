@@ -41,8 +41,9 @@
 
 using lab::kThreads;
 
-#if CUDART_VERSION < 13000  // CUDA 12.3 to 12.9 name the edge query that returns edge data _v2
+#if CUDART_VERSION < 13000  // CUDA 12.3 to 12.9 name the calls that take edge data _v2
 #define cudaGraphGetEdges cudaGraphGetEdges_v2
+#define cudaGraphAddNode cudaGraphAddNode_v2
 #endif
 
 // Kernels
