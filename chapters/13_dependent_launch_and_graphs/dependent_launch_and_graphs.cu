@@ -41,11 +41,6 @@
 
 using lab::kThreads;
 
-#if CUDART_VERSION < 13000  // CUDA 12.3 to 12.9 name the calls that take edge data _v2
-#define cudaGraphGetEdges cudaGraphGetEdges_v2
-#define cudaGraphAddNode cudaGraphAddNode_v2
-#endif
-
 // Kernels
 
 __device__ void spin_for(unsigned long long ns) {  // wall time, whatever the clock rate

@@ -10,6 +10,12 @@
 
 #include "cuda_streams.hpp"
 
+// CUDA 12.3 to 12.9 name the graph calls that take edge data _v2; CUDA 13 gave the names back.
+#if CUDART_VERSION < 13000
+#define cudaGraphGetEdges cudaGraphGetEdges_v2
+#define cudaGraphAddNode cudaGraphAddNode_v2
+#endif
+
 namespace lab {
 
 constexpr int kThreads = 128;  // per block, for every kernel of the chapter
