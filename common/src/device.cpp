@@ -14,9 +14,21 @@ void skip(const std::string& reason) {
   std::exit(kSkipExitCode);
 }
 
+namespace {
+std::string& program_name() {
+  static std::string name;
+  return name;
+}
+}  // namespace
+
+void set_program_name(const std::string& name) {
+  program_name() = name;
+}
+
 void usage_error(const std::string& message) {
   std::fflush(stdout);
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+  const std::string& name = program_name();
+  std::fprintf(stderr, "%s%serror: %s\n", name.c_str(), name.empty() ? "" : ": ", message.c_str());
   std::exit(kUsageExitCode);
 }
 

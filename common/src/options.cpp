@@ -254,6 +254,7 @@ void parse_or_exit(Options& options, int argc, char** argv) {
   // Line by line, also into a file or a pipe: what a program printed before it crashed or was
   // killed by a test's timeout still reaches the log.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  set_program_name(options.program());  // later usage errors name it too
   const ParseResult result = options.parse(argc, argv);
   switch (result.status) {
     case ParseResult::Status::ok:

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "cuda_streams/device.hpp"
 #include "cuda_streams/options.hpp"
 
 namespace {
@@ -137,3 +138,15 @@ TEST(CommonOptions, DeclaresTheFlagsEveryChapterHas) {
 }
 
 }  // namespace
+
+// A usage error found after parsing (a flag combination, a device that does not exist) reads
+// like one parse_or_exit() reports: the program's name, then the message; exit status 2.
+TEST(UsageError, NamesTheProgramOnceParseOrExitHasRun) {
+  EXPECT_EXIT(cs::usage_error("--a and --b: give one"), ::testing::ExitedWithCode(2),
+              "^error: --a and --b: give one\n$");
+  cs::Options options{"prog", "a test program"};
+  std::vector<const char*> words = {"prog"};
+  cs::parse_or_exit(options, static_cast<int>(words.size()), const_cast<char**>(words.data()));
+  EXPECT_EXIT(cs::usage_error("--a and --b: give one"), ::testing::ExitedWithCode(2),
+              "^prog: error: --a and --b: give one\n$");
+}

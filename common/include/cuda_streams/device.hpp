@@ -25,8 +25,12 @@ inline constexpr int kFailExitCode = 1;
 /// Prints `SKIP: <reason>` on stdout and exits 77.
 [[noreturn]] void skip(const std::string& reason);
 
-/// Prints `error: <message>` on stderr and exits 2 (a bad command line).
+/// Prints `<program>: error: <message>` on stderr and exits 2 (a bad command line), as
+/// parse_or_exit() does for a flag it rejects; `error: <message>` before any program was named.
 [[noreturn]] void usage_error(const std::string& message);
+
+/// Names the program in usage_error()'s messages (parse_or_exit() calls it).
+void set_program_name(const std::string& name);
 
 /// The number of CUDA devices; skips (77) when there is no device or driver.
 int device_count_or_skip();
