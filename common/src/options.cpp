@@ -263,8 +263,7 @@ void parse_or_exit(Options& options, int argc, char** argv) {
       std::printf("%s", options.usage().c_str());
       std::exit(0);
     case ParseResult::Status::error:
-      std::fprintf(stderr, "%s: error: %s\n", options.program().c_str(), result.message.c_str());
-      std::exit(kUsageExitCode);
+      usage_error(result.message);  // "<program>: error: <message>", exit status 2
   }
 }
 
