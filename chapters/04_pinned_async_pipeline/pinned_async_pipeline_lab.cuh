@@ -59,7 +59,7 @@ struct Run {
     options.add_int("chunks", &chunks, 1, 1024, "pieces the pipeline cuts the data into");
     options.add_int("streams", &streams, 1, 64, "streams the chunks are dealt to, round robin");
     options.add_int("repeats", &repeats, 1, 100, "timed repeats after one warm-up (median shown)");
-    options.add_string("chunks-svg", &chunks_svg, "FILE", "part chunks' times as an SVG chart");
+    options.add_output_file("chunks-svg", &chunks_svg, "part chunks' times as an SVG chart");
     cs::add_common_options(options, &common);
   }
   // Once the device is chosen: exits 2 when it cannot hold `bytes` twice; says why checks skip.

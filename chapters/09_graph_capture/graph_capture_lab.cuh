@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,14 +15,6 @@
 namespace graph_capture_lab {
 
 constexpr unsigned kModulus = 1000003u;  // keeps the iterated values small and exact
-
-// Exits 2 unless --dot's file can be written; leaves no file behind that was not there before.
-inline void require_writable(const std::string& path) {
-  const bool existed = std::ifstream(path).is_open();
-  const bool writable = std::ofstream(path, std::ios::app).is_open();  // creates it if need be
-  if (!existed) std::remove(path.c_str());
-  if (!writable) cs::usage_error("--dot " + path + ": cannot write this file");
-}
 
 // The fork/join's streams (streams[0] is the origin), events (joins[s] recorded by streams[s]),
 // data x, a row of partial results per stream, and x on the CPU (`want`), every part's reference.

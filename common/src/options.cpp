@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -144,6 +145,20 @@ void Options::add_string(const std::string& name, std::string* value, const std:
        }});
 }
 
+void Options::add_output_file(const std::string& name, std::string* value,
+                              const std::string& help) {
+  add({"--" + name, "FILE", help, "", value->empty() ? "none" : *value,
+       [=](const std::string& text) -> std::string {
+         if (text.empty()) return "--" + name + " expects a non-empty FILE";
+         const bool existed = std::ifstream(text).is_open();
+         const bool writable = std::ofstream(text, std::ios::app).is_open();  // creates it
+         if (!existed) std::remove(text.c_str());
+         if (!writable) return "--" + name + " " + text + ": cannot write this file";
+         *value = text;
+         return "";
+       }});
+}
+
 void Options::add_choice(const std::string& name, std::string* value,
                          const std::vector<std::string>& choices, const std::string& help) {
   add({"--" + name, "WORD", help, "one of " + join(choices, ", "), *value,
@@ -269,9 +284,9 @@ void parse_or_exit(Options& options, int argc, char** argv) {
 
 void add_common_options(Options& options, CommonOptions* common) {
   options.add_int("device", &common->device, 0, 1023, "the CUDA device to run on");
-  options.add_string("trace", &common->trace_path, "FILE",
-                     "write the timeline as Chrome trace-event JSON (open in Perfetto)");
-  options.add_string("svg", &common->svg_path, "FILE", "write the timeline as an SVG picture");
+  options.add_output_file("trace", &common->trace_path,
+                          "write the timeline as Chrome trace-event JSON (open in Perfetto)");
+  options.add_output_file("svg", &common->svg_path, "write the timeline as an SVG picture");
   options.add_flag("no-timing", &common->no_timing,
                    "verify the results but skip the timing checks (for slow tools such as "
                    "compute-sanitizer)");

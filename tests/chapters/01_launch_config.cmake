@@ -110,6 +110,13 @@ chapter_test(NAME args.device_negative LABELS args host ARGS --device -1 EXIT 2
              MATCH "--device expects an integer from 0 to 1023, got '-1'")
 chapter_test(NAME args.trace_needs_file LABELS args host ARGS --trace EXIT 2
              MATCH "--trace needs a value")
+# An output file that cannot be written stops the program before it runs, not after.
+chapter_test(NAME args.trace_unwritable LABELS args host ARGS --trace /nonexistent-directory/t.json
+             EXIT 2 MATCH "--trace /nonexistent-directory/t.json: cannot write this file"
+             NO_MATCH "Device [0-9]")
+chapter_test(NAME args.svg_unwritable LABELS args host ARGS --svg /nonexistent-directory/t.svg
+             EXIT 2 MATCH "--svg /nonexistent-directory/t.svg: cannot write this file"
+             NO_MATCH "Device [0-9]")
 chapter_bad_values(FLAG part CASES nosuch=nosuch
                    EXPECT "--part expects one of all, limits, coverage, shared, stream, invalid, occupancy, got '<value>'")
 chapter_test(NAME args.connections_env_0 LABELS args host EXIT 2 ENV CUDA_DEVICE_MAX_CONNECTIONS=0

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <vector>
 
 #include "cuda_streams/device.hpp"
@@ -121,6 +123,23 @@ TEST_F(Fixture, HelpIsRecognisedAndListsEveryFlagWithItsDefault) {
     EXPECT_NE(usage.find(expected), std::string::npos) << "missing " << expected << " in\n"
                                                        << usage;
   }
+}
+
+// An output file is checked when parsed: an unwritable path stops the program before it runs,
+// and the check leaves no file behind.
+TEST(OutputFile, IsCheckedWhenParsedAndLeavesNothingBehind) {
+  std::string path;
+  cs::Options options("prog", "summary");
+  options.add_output_file("dot", &path, "a graph");
+  const ParseResult bad = parse(options, {"--dot", "/nonexistent-directory/g.dot"});
+  EXPECT_EQ(bad.status, ParseResult::Status::error);
+  EXPECT_EQ(bad.message, "--dot /nonexistent-directory/g.dot: cannot write this file");
+  EXPECT_EQ(parse(options, {"--dot="}).message, "--dot expects a non-empty FILE");
+  const std::string fresh = ::testing::TempDir() + "output_file_check.dot";
+  std::remove(fresh.c_str());
+  ASSERT_EQ(parse(options, {"--dot", fresh.c_str()}).status, ParseResult::Status::ok);
+  EXPECT_EQ(path, fresh);
+  EXPECT_FALSE(std::ifstream(fresh).is_open()) << "the check left " << fresh << " behind";
 }
 
 TEST(CommonOptions, DeclaresTheFlagsEveryChapterHas) {

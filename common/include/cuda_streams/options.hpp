@@ -51,6 +51,10 @@ class Options {
   /// A free-form string (a file name, say); must not be empty.
   void add_string(const std::string& name, std::string* value, const std::string& metavar,
                   const std::string& help);
+  /// A file the program will write; must not be empty, and must be writable when parsed, so
+  /// that a bad path stops the program before it runs rather than after. Leaves no file behind
+  /// that was not there before.
+  void add_output_file(const std::string& name, std::string* value, const std::string& help);
   /// One of a fixed set of words.
   void add_choice(const std::string& name, std::string* value,
                   const std::vector<std::string>& choices, const std::string& help);

@@ -81,6 +81,34 @@ Stats time_on_stream_ms(cudaStream_t stream, int warmup, int repeats, Work&& wor
   return summarize(samples);
 }
 
+/// Host times of one piece of work: until its calls returned, and until the device finished it.
+struct IssueAndDone {
+  Stats issue;  ///< from the first call to the return of the last one
+  Stats done;   ///< from the first call to the end of cudaDeviceSynchronize()
+};
+
+/**
+ * @brief Times @p work on the host clock between two cudaDeviceSynchronize() calls, and the
+ * part of that time spent issuing it (until @p work returns).
+ *
+ * Issue time is the host's share: launches that return at once cost the host little however
+ * long the work runs; a host that launches one kernel at a time pays per launch.
+ */
+template <class Work>
+IssueAndDone time_issue_and_device_ms(int warmup, int repeats, Work&& work) {
+  for (int i = 0; i < warmup; ++i) work();
+  CS_CHECK(cudaDeviceSynchronize());
+  std::vector<double> issued, done;
+  for (int i = 0; i < repeats; ++i) {
+    const double begin = host_now_ms();
+    work();
+    issued.push_back(host_now_ms() - begin);
+    CS_CHECK(cudaDeviceSynchronize());
+    done.push_back(host_now_ms() - begin);
+  }
+  return {summarize(issued), summarize(done)};
+}
+
 /**
  * @brief Times @p work on the host clock between two cudaDeviceSynchronize() calls.
  *
@@ -90,16 +118,7 @@ Stats time_on_stream_ms(cudaStream_t stream, int warmup, int repeats, Work&& wor
  */
 template <class Work>
 Stats time_device_ms(int warmup, int repeats, Work&& work) {
-  for (int i = 0; i < warmup; ++i) work();
-  CS_CHECK(cudaDeviceSynchronize());
-  std::vector<double> samples;
-  for (int i = 0; i < repeats; ++i) {
-    const double begin = host_now_ms();
-    work();
-    CS_CHECK(cudaDeviceSynchronize());
-    samples.push_back(host_now_ms() - begin);
-  }
-  return summarize(samples);
+  return time_issue_and_device_ms(warmup, repeats, work).done;
 }
 
 }  // namespace cs
