@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -150,9 +151,10 @@ void Options::add_output_file(const std::string& name, std::string* value,
   add({"--" + name, "FILE", help, "", value->empty() ? "none" : *value,
        [=](const std::string& text) -> std::string {
          if (text.empty()) return "--" + name + " expects a non-empty FILE";
-         const bool existed = std::ifstream(text).is_open();
+         std::error_code error;  // exists(), not opening it: a write-only file exists too
+         const bool existed = std::filesystem::exists(text, error);
          const bool writable = std::ofstream(text, std::ios::app).is_open();  // creates it
-         if (!existed) std::remove(text.c_str());
+         if (!existed && writable) std::remove(text.c_str());
          if (!writable) return "--" + name + " " + text + ": cannot write this file";
          *value = text;
          return "";

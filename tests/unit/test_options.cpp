@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -140,6 +141,14 @@ TEST(OutputFile, IsCheckedWhenParsedAndLeavesNothingBehind) {
   ASSERT_EQ(parse(options, {"--dot", fresh.c_str()}).status, ParseResult::Status::ok);
   EXPECT_EQ(path, fresh);
   EXPECT_FALSE(std::ifstream(fresh).is_open()) << "the check left " << fresh << " behind";
+  // A file that is there stays, even one the program may write but not read (for a user other
+  // than root, who may read it anyway).
+  const std::string kept = ::testing::TempDir() + "output_file_write_only.dot";
+  std::ofstream(kept) << "keep me";
+  std::filesystem::permissions(kept, std::filesystem::perms::owner_write);
+  ASSERT_EQ(parse(options, {"--dot", kept.c_str()}).status, ParseResult::Status::ok);
+  EXPECT_TRUE(std::filesystem::exists(kept)) << "the check removed " << kept;
+  std::remove(kept.c_str());
 }
 
 TEST(CommonOptions, DeclaresTheFlagsEveryChapterHas) {
