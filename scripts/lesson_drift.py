@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Lists the output a lesson shows that its program no longer prints.
+
+    scripts/lesson_drift.py OUTDIR [CHAPTER_DIR...]
+
+OUTDIR holds what the programs printed with their default flags, one NAME.txt per executable
+(scripts/collect_outputs.sh OUTDIR writes it on a machine with a GPU). Without CHAPTER_DIR, every
+chapters/NN_*/ folder (run in the repository's root).
+
+Each lesson pastes its program's output in ```text blocks. Measured values change from run to
+run and from GPU to GPU, so lines are compared with every number read as any number, except a
+total after "of" (`0 of 96 values differ`, `median of 5 runs`): how many values, kernels or launches a
+check covers is set by the program, not measured, and must match. The GPU's name (NVIDIA ...,
+up to a comma, parenthesis or colon) is read as any name too. A block counts as
+drifted when one of its CHECK lines is not among the lines the program printed, or when a
+fifth or more of its other lines are not (timelines and tables are left out: their shape
+follows the measurement). Blocks in a section about a launch setting (a heading that names
+CUDA_LAUNCH_BLOCKING or CUDA_DEVICE_MAX_CONNECTIONS, or says "environment") and blocks that
+start with a `$ ` command line are skipped: OUTDIR has only the default runs.
+
+Prints one line per drifted block (file, line, the label above it, the first line that differs)
+and exits 1 when there is one, 0 when none, 2 on bad arguments.
+"""
+import glob
+import os
+import re
+import sys
+
+NUMBER = re.compile(r"(\bof )?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
+# Lines of timelines, tables and charts: rows of bars or of numbers only.
+CHART = re.compile(r"^\s*(\S.*?\s)?[A-Z.]{12,}\s*$|^\s*\+[-+]+\s*$|^[\s\d.:+-]+(ms|us|s)?\s*$")
+SETTING = re.compile(r"CUDA_LAUNCH_BLOCKING|CUDA_DEVICE_MAX_CONNECTIONS|nvironment")
+
+
+GPU_NAME = re.compile(r"NVIDIA [^,():]+")
+
+
+def normal(line):
+    line = GPU_NAME.sub("NVIDIA #", line)
+    kept_totals = NUMBER.sub(lambda m: m.group(0) if m.group(1) else "#", line.rstrip())
+    return " ".join(kept_totals.split())
+
+
+def printed_lines(outdir, chapter):
+    lines = set()
+    for path in glob.glob(os.path.join(outdir, chapter[:2] + "_*.txt")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines.update(normal(l) for l in f)
+    return lines
+
+
+def text_blocks(readme):
+    """Yields (first line number, label above, lines) of each ```text block not about a setting."""
+    with open(readme, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    heading, label, i = "", "", 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#"):
+            heading = line
+        if line.strip() == "```text":
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
+            body = lines[i + 1:end]
+            starts_with_command = bool(body) and body[0].startswith("$ ")
+            if not SETTING.search(heading) and not starts_with_command:
+                yield i + 2, label, body
+            i = end + 1
+            continue
+        if line.strip():
+            label = line.strip()
+        i += 1
+
+
+def drift(block, printed):
+    checks = [l for l in block if l.startswith("CHECK ")]
+    others = [l for l in block if l.strip() and not l.startswith("CHECK ") and not CHART.match(l)]
+    for line in checks:
+        if normal(line) not in printed:
+            return line
+    missing = [l for l in others if normal(l) not in printed]
+    if others and len(missing) * 5 >= len(others):
+        return missing[0]
+    return None
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1].startswith("-"):
+        sys.stderr.write(__doc__)
+        return 2
+    outdir = argv[1]
+    if not os.path.isdir(outdir):
+        sys.stderr.write(f"lesson_drift.py: {outdir} is not a folder\n")
+        return 2
+    chapters = argv[2:] or sorted(glob.glob("chapters/[0-9][0-9]_*/"))
+    found = 0
+    for chapter_dir in chapters:
+        chapter = os.path.basename(os.path.normpath(chapter_dir))
+        printed = printed_lines(outdir, chapter)
+        if not printed:
+            print(f"{chapter}: no output in {outdir}, not compared")
+            continue
+        readme = os.path.join(chapter_dir, "README.md")
+        for line_number, label, block in text_blocks(readme):
+            differs = drift(block, printed)
+            if differs is not None:
+                found += 1
+                print(f"{readme}:{line_number}: [{label[:60]}] not printed now: {differs.strip()[:120]}")
+    print(f"{found} block(s) show output the programs no longer print")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
