@@ -2,12 +2,20 @@
 # Runs every built chapter with its default flags and stores what it printed, its Chrome trace
 # and its SVG timeline in a folder, for pasting into the lessons and the documentation.
 #
-#   scripts/collect_outputs.sh OUTDIR [BUILD_DIR]      (BUILD_DIR defaults to build)
+#   scripts/collect_outputs.sh [--settings] OUTDIR [BUILD_DIR]    (BUILD_DIR defaults to build)
+#
+# --settings also runs each program under CUDA_LAUNCH_BLOCKING=1 and under
+# CUDA_DEVICE_MAX_CONNECTIONS=1, into OUTDIR/settings/NAME.LAUNCH_BLOCKING.txt and
+# NAME.DEVICE_MAX_CONNECTIONS.txt, each opening with the command as the lessons show it
+# (`$ CUDA_LAUNCH_BLOCKING=1 build/bin/NAME`): what the lessons' sections on those settings show.
 set -uo pipefail
-out=${1:?"usage: $0 OUTDIR [BUILD_DIR]"}
+settings=0
+if [ "${1:-}" = --settings ]; then settings=1; shift; fi
+out=${1:?"usage: $0 [--settings] OUTDIR [BUILD_DIR]"}
 build=${2:-build}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mkdir -p "$out"
+[ "$settings" = 1 ] && mkdir -p "$out/settings"
 for dir in "$root"/chapters/[0-9][0-9]_*/; do
   name=$(basename "$dir")
   for program in "$build/bin/$name" "$build/bin/${name}"_*; do
@@ -15,5 +23,11 @@ for dir in "$root"/chapters/[0-9][0-9]_*/; do
     exe=$(basename "$program")
     "$program" --trace "$out/$exe.trace.json" --svg "$out/$exe.svg" >"$out/$exe.txt" 2>&1
     echo "$exe: exit $?" | tee -a "$out/exit_codes.txt"
+    [ "$settings" = 1 ] || continue
+    for setting in CUDA_LAUNCH_BLOCKING=1 CUDA_DEVICE_MAX_CONNECTIONS=1; do
+      file="$out/settings/$exe.$(echo "${setting%=*}" | sed 's/^CUDA_//').txt"
+      { echo "\$ $setting build/bin/$exe"; env "$setting" "$program"; } >"$file" 2>&1
+      echo "$setting $exe: exit $?" | tee -a "$out/exit_codes.txt"
+    done
   done
 done

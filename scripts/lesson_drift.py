@@ -3,8 +3,10 @@
 
     scripts/lesson_drift.py OUTDIR [CHAPTER_DIR...]
 
-OUTDIR holds what the programs printed with their default flags, one NAME.txt per executable
-(scripts/collect_outputs.sh OUTDIR writes it on a machine with a GPU). Without CHAPTER_DIR, every
+OUTDIR holds what the programs printed with their default flags, one NAME.txt per executable,
+and, if it has a settings/ folder, what they printed under a launch setting
+(settings/NAME.LAUNCH_BLOCKING.txt, settings/NAME.DEVICE_MAX_CONNECTIONS.txt):
+`scripts/collect_outputs.sh [--settings] OUTDIR` writes both on a machine with a GPU. Without CHAPTER_DIR, every
 chapters/NN_*/ folder (run in the repository's root).
 
 Each lesson pastes its program's output in ```text blocks. Measured values change from run to
@@ -14,9 +16,11 @@ check covers is set by the program, not measured, and must match. The GPU's name
 up to a comma, parenthesis or colon) is read as any name too. A block counts as
 drifted when one of its CHECK lines is not among the lines the program printed, or when a
 fifth or more of its other lines are not (timelines and tables are left out: their shape
-follows the measurement). Blocks in a section about a launch setting (a heading that names
-CUDA_LAUNCH_BLOCKING or CUDA_DEVICE_MAX_CONNECTIONS, or says "environment") and blocks that
-start with a `$ ` command line are skipped: OUTDIR has only the default runs.
+follows the measurement). A block that opens with a command (`$ CUDA_LAUNCH_BLOCKING=1
+build/bin/NAME ...`; one block may hold several) is compared, command by command, with that
+program's run under that setting, when OUTDIR has it. Other blocks in a section about a launch
+setting (a heading that names CUDA_LAUNCH_BLOCKING or CUDA_DEVICE_MAX_CONNECTIONS, or says
+"environment") are not compared.
 
 Prints one line per drifted block (file, line, the label above it, the first line that differs)
 and exits 1 when there is one, 0 when none, 2 on bad arguments.
@@ -41,16 +45,25 @@ def normal(line):
     return " ".join(kept_totals.split())
 
 
+def read_lines(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return set(normal(l) for l in f)
+
+
 def printed_lines(outdir, chapter):
     lines = set()
     for path in glob.glob(os.path.join(outdir, chapter[:2] + "_*.txt")):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines.update(normal(l) for l in f)
+        lines.update(read_lines(path))
     return lines
 
 
+COMMAND = re.compile(r"^\$ CUDA_(\w+)=\S+ build/bin/(\S+)")
+
+
 def text_blocks(readme):
-    """Yields (first line number, label above, lines) of each ```text block not about a setting."""
+    """Yields (first line number, label above, lines, setting run or None) per block to compare:
+    each block outside a section about a setting, and each command's part of a block of
+    commands (the setting run names the file of OUTDIR/settings it is compared with)."""
     with open(readme, encoding="utf-8") as f:
         lines = f.read().split("\n")
     heading, label, i = "", "", 0
@@ -61,9 +74,15 @@ def text_blocks(readme):
         if line.strip() == "```text":
             end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
             body = lines[i + 1:end]
-            starts_with_command = bool(body) and body[0].startswith("$ ")
-            if not SETTING.search(heading) and not starts_with_command:
-                yield i + 2, label, body
+            if body and body[0].startswith("$ "):
+                starts = [k for k, l in enumerate(body) if l.startswith("$ ")] + [len(body)]
+                for a, b in zip(starts, starts[1:]):
+                    match = COMMAND.match(body[a])
+                    run = f"{match.group(2)}.{match.group(1)}.txt" if match else None
+                    if run:
+                        yield i + 2 + a, body[a], body[a + 1:b], run
+            elif not SETTING.search(heading):
+                yield i + 2, label, body, None
             i = end + 1
             continue
         if line.strip():
@@ -100,8 +119,14 @@ def main(argv):
             print(f"{chapter}: no output in {outdir}, not compared")
             continue
         readme = os.path.join(chapter_dir, "README.md")
-        for line_number, label, block in text_blocks(readme):
-            differs = drift(block, printed)
+        for line_number, label, block, run in text_blocks(readme):
+            if run is not None:
+                path = os.path.join(outdir, "settings", run)
+                if not os.path.exists(path):
+                    continue
+                differs = drift(block, read_lines(path))
+            else:
+                differs = drift(block, printed)
             if differs is not None:
                 found += 1
                 print(f"{readme}:{line_number}: [{label[:60]}] not printed now: {differs.strip()[:120]}")
