@@ -151,9 +151,16 @@ void Options::add_output_file(const std::string& name, std::string* value,
   add({"--" + name, "FILE", help, "", value->empty() ? "none" : *value,
        [=](const std::string& text) -> std::string {
          if (text.empty()) return "--" + name + " expects a non-empty FILE";
-         std::error_code error;  // exists(), not opening it: a write-only file exists too
-         const bool existed = std::filesystem::exists(text, error);
-         const bool writable = std::ofstream(text, std::ios::app).is_open();  // creates it
+         namespace fs = std::filesystem;
+         std::error_code error;
+         // The name itself (a link too, even to nothing), not opened: a write-only file is there.
+         const bool existed = fs::exists(fs::symlink_status(text, error));
+         const fs::file_status target = fs::status(text, error);
+         // A device or a pipe is written as it is (opening a pipe here could wait for a reader).
+         const bool special =
+             fs::exists(target) && !fs::is_regular_file(target) && !fs::is_directory(target);
+         const bool writable =
+             special || std::ofstream(text, std::ios::app).is_open();  // creates a new file
          if (!existed && writable) std::remove(text.c_str());
          if (!writable) return "--" + name + " " + text + ": cannot write this file";
          *value = text;

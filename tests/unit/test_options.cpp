@@ -149,6 +149,19 @@ TEST(OutputFile, IsCheckedWhenParsedAndLeavesNothingBehind) {
   ASSERT_EQ(parse(options, {"--dot", kept.c_str()}).status, ParseResult::Status::ok);
   EXPECT_TRUE(std::filesystem::exists(kept)) << "the check removed " << kept;
   std::remove(kept.c_str());
+  // A link to a file not yet there stays a link.
+  const std::string link = ::testing::TempDir() + "output_file_link.dot";
+  const std::string target = ::testing::TempDir() + "output_file_link_target.dot";
+  std::remove(link.c_str());
+  std::remove(target.c_str());
+  std::filesystem::create_symlink(target, link);
+  ASSERT_EQ(parse(options, {"--dot", link.c_str()}).status, ParseResult::Status::ok);
+  EXPECT_TRUE(std::filesystem::is_symlink(link)) << "the check removed the link " << link;
+  std::remove(link.c_str());
+  std::remove(target.c_str());
+  // /dev/null is written as it is, never opened or removed by the check.
+  ASSERT_EQ(parse(options, {"--dot", "/dev/null"}).status, ParseResult::Status::ok);
+  EXPECT_TRUE(std::filesystem::exists("/dev/null"));
 }
 
 TEST(CommonOptions, DeclaresTheFlagsEveryChapterHas) {
