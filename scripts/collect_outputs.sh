@@ -14,6 +14,9 @@ if [ "${1:-}" = --settings ]; then settings=1; shift; fi
 out=${1:?"usage: $0 [--settings] OUTDIR [BUILD_DIR]"}
 build=${2:-build}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The default runs run with neither setting, whatever the caller's shell has exported (as the
+# tests do); each setting's run with that one alone.
+clean_env=(env -u CUDA_LAUNCH_BLOCKING -u CUDA_DEVICE_MAX_CONNECTIONS -u CUDA_STREAMS_CONTROL)
 mkdir -p "$out"
 [ "$settings" = 1 ] && mkdir -p "$out/settings"
 for dir in "$root"/chapters/[0-9][0-9]_*/; do
@@ -21,12 +24,13 @@ for dir in "$root"/chapters/[0-9][0-9]_*/; do
   for program in "$build/bin/$name" "$build/bin/${name}"_*; do
     [ -x "$program" ] || continue
     exe=$(basename "$program")
-    "$program" --trace "$out/$exe.trace.json" --svg "$out/$exe.svg" >"$out/$exe.txt" 2>&1
+    "${clean_env[@]}" "$program" --trace "$out/$exe.trace.json" --svg "$out/$exe.svg" \
+      >"$out/$exe.txt" 2>&1
     echo "$exe: exit $?" | tee -a "$out/exit_codes.txt"
     [ "$settings" = 1 ] || continue
     for setting in CUDA_LAUNCH_BLOCKING=1 CUDA_DEVICE_MAX_CONNECTIONS=1; do
       file="$out/settings/$exe.$(echo "${setting%=*}" | sed 's/^CUDA_//').txt"
-      { echo "\$ $setting build/bin/$exe"; env "$setting" "$program"; } >"$file" 2>&1
+      { echo "\$ $setting build/bin/$exe"; "${clean_env[@]}" "$setting" "$program"; } >"$file" 2>&1
       echo "$setting $exe: exit $?" | tee -a "$out/exit_codes.txt"
     done
   done

@@ -12,25 +12,29 @@ chapters/NN_*/ folder (run in the repository's root).
 Each lesson pastes its program's output in ```text blocks. Measured values change from run to
 run and from GPU to GPU, so lines are compared with every number read as any number, except a
 total after "of" (`0 of 96 values differ`, `median of 5 runs`): how many values, kernels or launches a
-check covers is set by the program, not measured, and must match. The GPU's name (NVIDIA ...,
-up to a comma, parenthesis or colon) is read as any name too. A block counts as
+check covers is set by the program, not measured, and must match. The count in a tally (`All 15
+checks passed`) must match too. The GPU's name (NVIDIA ..., up to a comma, parenthesis or colon)
+is read as any name. Not compared: a bar's value (bars adapt to the device and the settings),
+and checks the program prints that a block leaves out (blocks show selections). A block counts as
 drifted when one of its CHECK lines is not among the lines the program printed, or when a
 fifth or more of its other lines are not (timelines and tables are left out: their shape
 follows the measurement). A block that opens with a command (`$ CUDA_LAUNCH_BLOCKING=1
-build/bin/NAME ...`; one block may hold several) is compared, command by command, with that
-program's run under that setting, when OUTDIR has it. Other blocks in a section about a launch
+build/bin/NAME ...` with the value 1; one block may hold several) is compared, command by
+command, with that program's run under that setting, when OUTDIR has it. Other blocks in a section about a launch
 setting (a heading that names CUDA_LAUNCH_BLOCKING or CUDA_DEVICE_MAX_CONNECTIONS, or says
 "environment") are not compared.
 
 Prints one line per drifted block (file, line, the label above it, the first line that differs)
-and exits 1 when there is one, 0 when none, 2 on bad arguments.
+and how many blocks it compared and left out; exits 1 when a block drifted, 0 when none did,
+2 on bad arguments or when it compared no block at all (a wrong OUTDIR, say).
 """
 import glob
 import os
 import re
 import sys
 
-NUMBER = re.compile(r"(\bof )?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
+NUMBER = re.compile(r"(\bof |^All )?([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Lines of timelines, tables and charts: rows of bars or of numbers only.
 CHART = re.compile(r"^\s*(\S.*?\s)?[A-Z.]{12,}\s*$|^\s*\+[-+]+\s*$|^[\s\d.:+-]+(ms|us|s)?\s*$")
 SETTING = re.compile(r"CUDA_LAUNCH_BLOCKING|CUDA_DEVICE_MAX_CONNECTIONS|nvironment")
@@ -57,19 +61,21 @@ def printed_lines(outdir, chapter):
     return lines
 
 
-COMMAND = re.compile(r"^\$ CUDA_(\w+)=\S+ build/bin/(\S+)")
+COMMAND = re.compile(r"^\$ CUDA_(LAUNCH_BLOCKING|DEVICE_MAX_CONNECTIONS)=1 build/bin/(\S+)")
 
 
 def text_blocks(readme):
-    """Yields (first line number, label above, lines, setting run or None) per block to compare:
-    each block outside a section about a setting, and each command's part of a block of
-    commands (the setting run names the file of OUTDIR/settings it is compared with)."""
+    """Yields (first line number, label above, lines, run) per block: run is "" for a block to
+    compare with the default runs, the file of OUTDIR/settings for each command's part of a
+    block of commands, None for a block that is not compared."""
     with open(readme, encoding="utf-8") as f:
         lines = f.read().split("\n")
-    heading, label, i = "", "", 0
+    heading, label, fenced, i = "", "", False, 0
     while i < len(lines):
         line = lines[i]
-        if line.startswith("#"):
+        if line.startswith("```") and line.strip() != "```text":
+            fenced = not fenced  # another fenced block (code, shell): its # lines are no headings
+        if line.startswith("#") and not fenced:
             heading = line
         if line.strip() == "```text":
             end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
@@ -79,10 +85,9 @@ def text_blocks(readme):
                 for a, b in zip(starts, starts[1:]):
                     match = COMMAND.match(body[a])
                     run = f"{match.group(2)}.{match.group(1)}.txt" if match else None
-                    if run:
-                        yield i + 2 + a, body[a], body[a + 1:b], run
-            elif not SETTING.search(heading):
-                yield i + 2, label, body, None
+                    yield i + 2 + a, body[a], body[a + 1:b], run
+            else:
+                yield i + 2, label, body, None if SETTING.search(heading) else ""
             i = end + 1
             continue
         if line.strip():
@@ -110,27 +115,28 @@ def main(argv):
     if not os.path.isdir(outdir):
         sys.stderr.write(f"lesson_drift.py: {outdir} is not a folder\n")
         return 2
-    chapters = argv[2:] or sorted(glob.glob("chapters/[0-9][0-9]_*/"))
-    found = 0
+    chapters = argv[2:] or sorted(glob.glob(os.path.join(ROOT, "chapters", "[0-9][0-9]_*", "")))
+    found = compared = left_out = 0
     for chapter_dir in chapters:
         chapter = os.path.basename(os.path.normpath(chapter_dir))
         printed = printed_lines(outdir, chapter)
-        if not printed:
-            print(f"{chapter}: no output in {outdir}, not compared")
-            continue
         readme = os.path.join(chapter_dir, "README.md")
         for line_number, label, block, run in text_blocks(readme):
-            if run is not None:
-                path = os.path.join(outdir, "settings", run)
-                if not os.path.exists(path):
-                    continue
-                differs = drift(block, read_lines(path))
-            else:
-                differs = drift(block, printed)
+            path = os.path.join(outdir, "settings", run) if run else None
+            if run is None or (run and not os.path.exists(path)) or (not run and not printed):
+                left_out += 1
+                continue
+            compared += 1
+            differs = drift(block, read_lines(path) if run else printed)
             if differs is not None:
                 found += 1
                 print(f"{readme}:{line_number}: [{label[:60]}] not printed now: {differs.strip()[:120]}")
-    print(f"{found} block(s) show output the programs no longer print")
+    print(f"{found} of {compared} block(s) compared show output the programs no longer print "
+          f"({left_out} not compared: no run of theirs in {outdir})")
+    if compared == 0:
+        sys.stderr.write(f"lesson_drift.py: no block compared: is {outdir} an OUTDIR of "
+                         "scripts/collect_outputs.sh?\n")
+        return 2
     return 1 if found else 0
 
 
