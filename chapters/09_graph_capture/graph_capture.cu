@@ -292,7 +292,7 @@ void part_cost(cudaStream_t stream, int kernels, const cs::CommonOptions& common
   const auto in_stream = cs::time_issue_and_device_ms(kWarmup, repeats, launch_chain_into_stream);
   const auto in_graph = cs::time_issue_and_device_ms(kWarmup, repeats, replay_chain);
   auto print = [&](const std::string& what, const cs::IssueAndDone& t) {
-    std::printf("   %-34s issued %8.3f ms, done %8.3f ms -> %5.2f us per kernel\n", what.c_str(),
+    std::printf("   %-35s issued %8.3f ms, done %8.3f ms -> %5.2f us per kernel\n", what.c_str(),
                 t.issue.median, t.done.median, 1000.0 * t.done.median / kernels);
   };
   print(cs::format("stream: %d launches + sync", kernels), in_stream);
