@@ -6,23 +6,23 @@
 OUTDIR holds what the programs printed with their default flags, one NAME.txt per executable,
 and, if it has a settings/ folder, what they printed under a launch setting
 (settings/NAME.LAUNCH_BLOCKING.txt, settings/NAME.DEVICE_MAX_CONNECTIONS.txt):
-`scripts/collect_outputs.sh [--settings] OUTDIR` writes both on a machine with a GPU. Without CHAPTER_DIR, every
-chapters/NN_*/ folder (run in the repository's root).
+`scripts/collect_outputs.sh [--settings] OUTDIR` writes both on a machine with a GPU. Without
+CHAPTER_DIR, every chapters/NN_*/ folder of the repository this script is in.
 
 Each lesson pastes its program's output in ```text blocks. Measured values change from run to
 run and from GPU to GPU, so lines are compared with every number read as any number, except a
-total after "of" (`0 of 96 values differ`, `median of 5 runs`): how many values, kernels or launches a
-check covers is set by the program, not measured, and must match. The count in a tally (`All 15
-checks passed`) must match too. The GPU's name (NVIDIA ..., up to a comma, parenthesis or colon)
-is read as any name. Not compared: a bar's value (bars adapt to the device and the settings),
-and checks the program prints that a block leaves out (blocks show selections). A block counts as
-drifted when one of its CHECK lines is not among the lines the program printed, or when a
-fifth or more of its other lines are not (timelines and tables are left out: their shape
-follows the measurement). A block that opens with a command (`$ CUDA_LAUNCH_BLOCKING=1
-build/bin/NAME ...` with the value 1; one block may hold several) is compared, command by
-command, with that program's run under that setting, when OUTDIR has it. Other blocks in a section about a launch
-setting (a heading that names CUDA_LAUNCH_BLOCKING or CUDA_DEVICE_MAX_CONNECTIONS, or says
-"environment") are not compared.
+total after "of" (`0 of 96 values differ`, `median of 5 runs`): how many values, kernels or
+launches a check covers is set by the program, not measured, and must match. The count in a
+tally (`All 15 checks passed`) must match too. The GPU's name (NVIDIA ..., up to a comma,
+parenthesis or colon) is read as any name. Not compared: a bar's value (bars adapt to the device
+and the settings), and checks the program prints that a block leaves out (blocks show
+selections). A block counts as drifted when one of its CHECK lines is not among the lines the
+program printed, or when a fifth or more of its other lines are not (timelines and tables are
+left out: their shape follows the measurement). A block that opens with a command
+(`$ CUDA_LAUNCH_BLOCKING=1 build/bin/NAME ...` with the value 1; one block may hold several) is
+compared, command by command, with that program's run under that setting, when OUTDIR has it.
+Other blocks in a section about a launch setting (a heading that names CUDA_LAUNCH_BLOCKING or
+CUDA_DEVICE_MAX_CONNECTIONS, or says "environment") are not compared.
 
 Prints one line per drifted block (file, line, the label above it, the first line that differs)
 and how many blocks it compared and left out; exits 1 when a block drifted, 0 when none did,
@@ -78,7 +78,8 @@ def text_blocks(readme):
         if line.startswith("#") and not fenced:
             heading = line
         if line.strip() == "```text":
-            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
+            closing = (j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+            end = next(closing, len(lines))
             body = lines[i + 1:end]
             if body and body[0].startswith("$ "):
                 starts = [k for k, l in enumerate(body) if l.startswith("$ ")] + [len(body)]
@@ -130,7 +131,8 @@ def main(argv):
             differs = drift(block, read_lines(path) if run else printed)
             if differs is not None:
                 found += 1
-                print(f"{readme}:{line_number}: [{label[:60]}] not printed now: {differs.strip()[:120]}")
+                print(f"{readme}:{line_number}: [{label[:60]}] not printed now: "
+                      f"{differs.strip()[:120]}")
     print(f"{found} of {compared} block(s) compared show output the programs no longer print "
           f"({left_out} not compared: no run of theirs in {outdir})")
     if compared == 0:
