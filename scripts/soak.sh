@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs the test presets again and again in strict mode and prints one line per run: the way to
+# show that a GPU runner's suite does not flake. In strict mode a skip fails unless its reason is
+# allowed (by default only a part that needs more devices than the machine has).
+#
+#   scripts/soak.sh [--default N] [--timing N] [--sanitize N] [--logs DIR]
+#
+# Run it after `cmake --preset default && cmake --build --preset default` (for --sanitize, where
+# compute-sanitizer is installed). In this order: --default N runs `ctest --preset default` N
+# times, --timing N `ctest --preset default -L timing` N times (the timing tests alone), and
+# --sanitize N `ctest --preset sanitize` N times. Each run's output goes to DIR (build/soak by
+# default); a failed run's failing tests are printed below its line. Exit status: 0 when every run
+# passed, 1 when one failed, 2 on bad arguments. CUDA_STREAMS_ALLOWED_SKIPS, if set, replaces the
+# allowed skips' pattern.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+usage_error() { echo "soak.sh: error: $1" >&2; exit 2; }
+declare -A runs=([default]=0 [timing]=0 [sanitize]=0)
+logs=build/soak
+while [ $# -gt 0 ]; do
+  case $1 in
+    --default | --timing | --sanitize)
+      [ $# -ge 2 ] || usage_error "$1 needs a value"
+      [[ $2 =~ ^[1-9][0-9]{0,2}$|^1000$ ]] ||
+        usage_error "$1 expects a whole number from 1 to 1000, got '$2'"
+      runs[${1#--}]=$2
+      shift 2 ;;
+    --logs)
+      [ $# -ge 2 ] && [ -n "$2" ] || usage_error "--logs needs a folder"
+      logs=$2
+      shift 2 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) usage_error "unknown argument '$1'" ;;
+  esac
+done
+[ $((runs[default] + runs[timing] + runs[sanitize])) -gt 0 ] ||
+  usage_error "give --default N, --timing N or --sanitize N"
+mkdir -p "$logs" || usage_error "--logs $logs: cannot make this folder"
+export CUDA_STREAMS_STRICT=1
+export CUDA_STREAMS_ALLOWED_SKIPS=${CUDA_STREAMS_ALLOWED_SKIPS:-'needs [0-9]+ (CUDA )?devices'}
+echo "strict mode; allowed skips: '$CUDA_STREAMS_ALLOWED_SKIPS'; logs in $logs"
+failed=0
+soak() {  # name, count, ctest arguments...
+  local name=$1 count=$2
+  shift 2
+  for ((i = 1; i <= count; ++i)); do
+    local log="$logs/$name.$i.log" begin end status
+    begin=$(date +%s.%N)
+    ctest "$@" >"$log" 2>&1
+    status=$?
+    end=$(date +%s.%N)
+    printf '%-8s %3d of %-3d %7.1f s  %s\n' "$name" "$i" "$count" "$(awk "BEGIN { print $end - $begin }")" \
+      "$(grep -E 'tests passed|No tests were found' "$log" | tail -1)"
+    if [ "$status" != 0 ]; then
+      failed=1
+      sed -n '/The following tests FAILED/,$p' "$log" | grep -E '^\s+[0-9]+ - ' | head -20
+    fi
+  done
+}
+soak default "${runs[default]}" --preset default
+soak timing "${runs[timing]}" --preset default -L timing
+soak sanitize "${runs[sanitize]}" --preset sanitize
+exit "$failed"
