@@ -340,7 +340,8 @@ std::string build_while_loop(unsigned int* data, int n, unsigned int* counter,
   return "";
 }
 
-void part_graph(const lab::Flags& f, const cs::CommonOptions& common, const cs::Parts& parts) {
+void part_graph(const lab::Flags& f, const cs::LaunchEnvironment& env,
+                const cs::CommonOptions& common, const cs::Parts& parts) {
   constexpr int kBlocks = 4, n = kBlocks * kThreads;
   const unsigned int iterations = f.iterations;
   cudaStream_t stream = nullptr;
@@ -376,11 +377,12 @@ void part_graph(const lab::Flags& f, const cs::CommonOptions& common, const cs::
     CS_CHECK(cudaMemcpy(got.data(), data, n * sizeof(unsigned int), cudaMemcpyDeviceToHost));
     cs::accumulate(results, cs::compare(got.data(), want.data(), n));
   };
-  std::vector<double> graph_ms, host_ms;
-  for (int r = 0; r <= f.repeats; ++r) {  // r == 0 warms up
+  std::vector<double> graph_ms, host_ms, launch_ms;  // launch_ms: the host in cudaGraphLaunch
+  for (int r = 0; r <= f.repeats; ++r) {             // r == 0 warms up
     reset();
     double from = cs::host_now_ms();
     CS_CHECK(cudaGraphLaunch(exec, stream));  // every iteration, and the decisions, on the GPU
+    if (r > 0) launch_ms.push_back(cs::host_now_ms() - from);
     CS_CHECK(cudaStreamSynchronize(stream));
     if (r > 0) graph_ms.push_back(cs::host_now_ms() - from);
     verify();
@@ -401,22 +403,23 @@ void part_graph(const lab::Flags& f, const cs::CommonOptions& common, const cs::
   std::printf("%u iterations, per iteration (medians of %d runs):\n", iterations, f.repeats);
   lab::print_row("while node in one graph launch (cudaGraphSetConditional)", graph_us);
   lab::print_row("host loop: launch, copy the decision back, synchronize", host_us);
+  lab::print_row("the host's time in the graph's one cudaGraphLaunch", cs::median(launch_ms) * 1e3);
   cs::report_comparison("loop_results", results);
-  // The GPU decides without a round trip to the host per iteration: at most half its time. The
-  // graph's launch costs about 10 us of its own (H200: 4.7 us per iteration over 1000 iterations,
-  // 5.7 us over 10, 0.49x), which a few iterations cannot hide; from 100 it adds 2% to each.
-  constexpr double kGraphLoopRatioMax = 0.5;
-  constexpr unsigned int kMinIterations = 100;
-  const std::string few =
-      iterations < kMinIterations
-          ? cs::format(
-                "%u iterations cannot hide the graph launch's own cost (about 10 us); "
-                "the bar needs %u or more",
-                iterations, kMinIterations)
-          : "";
-  cs::check_or_skip(cs::first_reason({common.timing_skip_reason(), few}), "graph_loop_ratio",
-                    host_us > 0 ? graph_us / host_us : 0, cs::Compare::at_most, kGraphLoopRatioMax,
-                    "x", "per iteration in the graph / in the host loop");
+  // The GPU decides, not a round trip to the host per iteration (12-13 us on the hosts measured,
+  // against 4.7 us per iteration in the graph): 0.75 leaves faster hosts room.
+  const std::string skip = cs::first_reason(
+      {common.timing_skip_reason(),
+       iterations >= 100 ? ""
+                         : cs::format("%u iterations cannot hide the graph launch's own cost "
+                                      "(about 10 us); the bar needs 100 or more",
+                                      iterations)});
+  cs::check_or_skip(skip, "graph_loop_ratio", host_us > 0 ? graph_us / host_us : 0,
+                    cs::Compare::at_most, 0.75, "x",
+                    "per iteration in the graph / in the host loop");
+  // The host's part: one call, not a round trip per iteration (unless the launch waits).
+  cs::check_or_skip(cs::first_reason({skip, cs::no_overlap_reason(env)}), "graph_loop_host_time",
+                    cs::median(launch_ms) / cs::median(host_ms), cs::Compare::at_most, 0.03, "x",
+                    "host time launching the graph / in the host loop");
   CS_CHECK(cudaGraphExecDestroy(exec));
   CS_CHECK(cudaGraphDestroy(graph));
   CS_CHECK(cudaFreeHost(host_go_on));
@@ -441,6 +444,6 @@ int main(int argc, char** argv) {
   cs::print_launch_environment(env);
 
   if (parts.begin("pdl")) part_pdl(f, prop, env, common, parts);
-  if (parts.begin("graph")) part_graph(f, common, parts);
+  if (parts.begin("graph")) part_graph(f, env, common, parts);
   return cs::finish();
 }

@@ -22,7 +22,8 @@ chapter_test(NAME result LABELS gpu
 # The lesson at its defaults: every property.
 chapter_test(NAME lesson LABELS gpu timing
              MATCH "CHECK pdl_prologue_overlap: .* <= 0\\.90x .* PASS|${pdl_absent}"
-                   "CHECK graph_loop_ratio: .* <= 0\\.50x .* PASS|${loop_absent}"
+                   "CHECK graph_loop_ratio: .* <= 0\\.75x .* PASS|${loop_absent}"
+                   "CHECK graph_loop_host_time: .* <= 0\\.03x .* PASS|${loop_absent}"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 
@@ -37,7 +38,8 @@ chapter_test(NAME part.pdl LABELS gpu timing ARGS --part pdl
              NO_MATCH "FAIL" "== Part 2")
 chapter_test(NAME part.graph LABELS gpu timing ARGS --part graph
              MATCH "== Part 2 of 2: graph" "CHECK loop_results: 0 of [0-9]+ values differ"
-                   "CHECK graph_loop_ratio: .* PASS" "All [1-9][0-9]* checks passed"
+                   "CHECK graph_loop_ratio: .* PASS" "CHECK graph_loop_host_time: .* PASS"
+                   "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "== Part 1")
 
 # The commands the lesson suggests ("Try:" and "What to try next").
@@ -51,6 +53,7 @@ chapter_test(NAME try.fixed LABELS gpu timing ARGS --part pdl --fixed
 chapter_test(NAME try.few_iterations LABELS gpu timing ARGS --part graph --iterations 10
              MATCH "CHECK loop_results: 0 of"
                    "CHECK graph_loop_ratio: skipped \\(10 iterations cannot hide the graph launch's own cost"
+                   "CHECK graph_loop_host_time: skipped \\(10 iterations cannot hide"
                    "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 
 # The launch environments users run under: every check passes or says why it is skipped.
@@ -59,6 +62,7 @@ chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING
                    "CHECK pdl_prologue_overlap: skipped \\(CUDA_LAUNCH_BLOCKING=1|${pdl_absent}"
                    "CHECK read_before_sync_is_stale: skipped \\(CUDA_LAUNCH_BLOCKING=1|${pdl_absent}"
                    "CHECK loop_results: 0 of [0-9]+ values differ|${loop_absent}"
+                   "CHECK graph_loop_host_time: skipped \\(CUDA_LAUNCH_BLOCKING=1|${loop_absent}"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
@@ -81,19 +85,22 @@ chapter_test(NAME extreme.chain_iterations_max_repeats_min LABELS gpu timing
              MATCH "10000 dependent kernels" "CHECK pdl_prologue_overlap: .* PASS"
                    "the chain's 9999 edges programmatic" "CHECK read_before_sync_is_stale: .* PASS"
                    "10000 iterations, per iteration \\(medians of 1 runs\\)"
-                   "CHECK graph_loop_ratio: .* PASS" "All [1-9][0-9]* checks passed"
+                   "CHECK graph_loop_ratio: .* PASS" "CHECK graph_loop_host_time: .* PASS"
+                   "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME extreme.chain_iterations_min_prologue_max LABELS gpu timing
              ARGS --chain 10 --iterations 1 --prologue-us 1000
              MATCH "10 dependent kernels" "in a stream, 1000 us prologue each"
                    "CHECK pdl_prologue_overlap: .* PASS" "the chain's 9 edges programmatic"
                    "CHECK graph_loop_ratio: skipped \\(1 iterations cannot hide"
+                   "CHECK graph_loop_host_time: skipped \\(1 iterations cannot hide"
                    "CHECK loop_results: 0 of" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME extreme.repeats_max LABELS gpu timing ARGS --repeats 20 --chain 10 --iterations 100
              MATCH "CHECK pdl_prologue_overlap: .* PASS" "CHECK read_before_sync_is_stale: .* PASS"
                    "100 iterations, per iteration \\(medians of 20 runs\\)"
-                   "CHECK graph_loop_ratio: .* PASS" "All [1-9][0-9]* checks passed"
+                   "CHECK graph_loop_ratio: .* PASS" "CHECK graph_loop_host_time: .* PASS"
+                   "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 
 # A build without compute_90 code (compute_75 PTX and sm_75, as nvcc without -arch makes), built
@@ -121,5 +128,8 @@ chapter_sanitizer_tests(ARGS --part pdl --fixed --chain 20 --repeats 1)
 chapter_sanitizer_tests(NAME graph TOOLS racecheck synccheck
                         ARGS --part graph --iterations 20 --repeats 1)
 
-# Control: under CUDA_LAUNCH_BLOCKING=1 no kernel can start before the one ahead has returned.
+# Controls: under CUDA_LAUNCH_BLOCKING=1 no kernel can start before the one ahead has returned,
+# and the graph's launch returns only when its loop has run, so the host waits as long as it
+# would in a loop of its own (about 0.3x on the H200's figures: 4.7 us against 17 us).
 chapter_control(CHECK pdl_prologue_overlap ARGS --part pdl --chain 100)
+chapter_control(CHECK graph_loop_host_time ARGS --part graph)
