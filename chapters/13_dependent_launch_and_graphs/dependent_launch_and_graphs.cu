@@ -403,7 +403,8 @@ void part_graph(const lab::Flags& f, const cs::LaunchEnvironment& env,
   std::printf("%u iterations, per iteration (medians of %d runs):\n", iterations, f.repeats);
   lab::print_row("while node in one graph launch (cudaGraphSetConditional)", graph_us);
   lab::print_row("host loop: launch, copy the decision back, synchronize", host_us);
-  lab::print_row("the host's time in the graph's one cudaGraphLaunch", cs::median(launch_ms) * 1e3);
+  lab::print_row("the host in the graph's one cudaGraphLaunch (whole loop)",
+                 cs::median(launch_ms) * 1e3);
   cs::report_comparison("loop_results", results);
   // The GPU decides, not a round trip to the host per iteration (12-13 us on the hosts measured,
   // against 4.7 us per iteration in the graph): 0.75 leaves faster hosts room.
