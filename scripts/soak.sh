@@ -9,9 +9,9 @@
 # compute-sanitizer is installed). In this order: --default N runs `ctest --preset default` N
 # times, --timing N `ctest --preset default -L timing` N times (the timing tests alone), and
 # --sanitize N `ctest --preset sanitize` N times. Each run's output goes to DIR (build/soak by
-# default); a failed run's failing tests are printed below its line. Exit status: 0 when every run
-# passed, 1 when one failed, 2 on bad arguments. CUDA_STREAMS_ALLOWED_SKIPS, if set, replaces the
-# allowed skips' pattern.
+# default); below a failed run's line, its failing tests and CHECK lines. Exit status: 0 when
+# every run passed, 1 when one failed, 2 on bad arguments. CUDA_STREAMS_ALLOWED_SKIPS, if set,
+# replaces the allowed skips' pattern.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 usage_error() { echo "soak.sh: error: $1" >&2; exit 2; }
@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] && [ -n "$2" ] || usage_error "--logs needs a folder"
       logs=$2
       shift 2 ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage_error "unknown argument '$1'" ;;
   esac
 done
@@ -54,6 +54,8 @@ soak() {  # name, count, ctest arguments...
     if [ "$status" != 0 ]; then
       failed=1
       sed -n '/The following tests FAILED/,$p' "$log" | grep -E '^\s+[0-9]+ - ' | head -20
+      # and the checks that failed in them, so that a flake's cause shows without opening the log
+      grep -E '^CHECK .* FAIL$' "$log" | head -10 | sed 's/^/    /'
     fi
   done
 }
