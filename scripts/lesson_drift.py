@@ -122,6 +122,9 @@ def main(argv):
         chapter = os.path.basename(os.path.normpath(chapter_dir))
         printed = printed_lines(outdir, chapter)
         readme = os.path.join(chapter_dir, "README.md")
+        if not os.path.isfile(readme):
+            sys.stderr.write(f"lesson_drift.py: {chapter_dir} has no README.md\n")
+            return 2
         for line_number, label, block, run in text_blocks(readme):
             path = os.path.join(outdir, "settings", run) if run else None
             if run is None or (run and not os.path.exists(path)) or (not run and not printed):
@@ -134,7 +137,7 @@ def main(argv):
                 print(f"{readme}:{line_number}: [{label[:60]}] not printed now: "
                       f"{differs.strip()[:120]}")
     print(f"{found} of {compared} block(s) compared show output the programs no longer print "
-          f"({left_out} not compared: no run of theirs in {outdir})")
+          f"({left_out} not compared: left out on purpose, or no run of theirs in {outdir})")
     if compared == 0:
         sys.stderr.write(f"lesson_drift.py: no block compared: is {outdir} an OUTDIR of "
                          "scripts/collect_outputs.sh?\n")

@@ -11,12 +11,12 @@
 # --sanitize N `ctest --preset sanitize` N times. Each run's output goes to DIR (build/soak by
 # default); below a failed run's line, its failing tests and CHECK lines. Exit status: 0 when
 # every run passed, 1 when one failed, 2 on bad arguments. CUDA_STREAMS_ALLOWED_SKIPS, if set,
-# replaces the allowed skips' pattern.
+# replaces the allowed skips' pattern (set and empty: no skip is allowed).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage_error() { echo "soak.sh: error: $1" >&2; exit 2; }
 declare -A runs=([default]=0 [timing]=0 [sanitize]=0)
-logs=build/soak
+logs=$root/build/soak
 while [ $# -gt 0 ]; do
   case $1 in
     --default | --timing | --sanitize)
@@ -36,8 +36,10 @@ done
 [ $((runs[default] + runs[timing] + runs[sanitize])) -gt 0 ] ||
   usage_error "give --default N, --timing N or --sanitize N"
 mkdir -p "$logs" || usage_error "--logs $logs: cannot make this folder"
+logs=$(cd "$logs" && pwd)  # a relative --logs is the caller's; ctest runs from the root
+cd "$root"
 export CUDA_STREAMS_STRICT=1
-export CUDA_STREAMS_ALLOWED_SKIPS=${CUDA_STREAMS_ALLOWED_SKIPS:-'needs [0-9]+ (CUDA )?devices'}
+export CUDA_STREAMS_ALLOWED_SKIPS=${CUDA_STREAMS_ALLOWED_SKIPS-'needs [0-9]+ (CUDA )?devices'}
 echo "strict mode; allowed skips: '$CUDA_STREAMS_ALLOWED_SKIPS'; logs in $logs"
 failed=0
 soak() {  # name, count, ctest arguments...
@@ -54,8 +56,9 @@ soak() {  # name, count, ctest arguments...
     if [ "$status" != 0 ]; then
       failed=1
       sed -n '/The following tests FAILED/,$p' "$log" | grep -E '^\s+[0-9]+ - ' | head -20
-      # and the checks that failed in them, so that a flake's cause shows without opening the log
-      grep -E '^CHECK .* FAIL$' "$log" | head -10 | sed 's/^/    /'
+      # and what failed in them (a check, or a skip that strict mode does not allow), so that a
+      # flake's cause shows without opening the log
+      grep -E '^(CHECK .* FAIL|expect\.sh: FAIL: .*)$' "$log" | head -10 | sed 's/^/    /'
     fi
   done
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/lesson_drift.py on a made-up chapter: other measured values pass; a total that changed
 # (0 of 16 -> 0 of 96), a CHECK whose text changed, a block the program no longer prints, or a
-# block of a setting's run with a stale tally fail; nothing to compare is an error (exit 2).
+# block of a setting's run with a stale tally fail; a plain block in a setting's section is not
+# compared; nothing to compare is an error (exit 2).
 #
 #   lesson_drift_cases.sh SOURCE_DIR WORK_DIR PYTHON
 set -u
@@ -53,6 +54,12 @@ lesson "CHECK demo_runs: 0 of 96 values differ from the CPU reference ... PASS" 
 CHECK demo_speedup: skipped (CUDA_LAUNCH_BLOCKING=1: one at a time)
 All 2 checks passed."
 expect 1 setting_tally_changed
+# A plain block in a setting's section, below a shell block whose "# ..." line is no heading: it is
+# not compared with the default run (which never printed it).
+lesson "CHECK demo_runs: 0 of 96 values differ from the CPU reference ... PASS"
+printf '\n```bash\n# still no heading\n```\n\n```text\nCHECK demo_other: printed only there ... PASS\n```\n' \
+  >>chapters/99_demo/README.md
+expect 0 setting_section_plain_block
 mkdir -p empty
 expect 2 nothing_compared empty
 exit $((failures > 0))

@@ -1,7 +1,7 @@
 // Chapter 02: the default stream and created streams
 //
 // The seed says "the default stream executes kernels serially; streams let kernels run at the same
-// time". Each part measures that sentence or a rule behind it, prints its median times and ends in
+// time". Each part measures that sentence or a rule behind it, prints its times and ends in
 // CHECK lines; the lesson (README.md) says what they mean. The program is built twice, and each
 // build checks what stream 0 means in it: 02_default_vs_custom_streams (the legacy default stream,
 // one per device) and ..._per_thread (nvcc --default-stream per-thread: one per host thread).
@@ -95,22 +95,19 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
   std::vector<cudaStream_t> streams(kernels);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   lab::KernelLog log(setup);
-  std::vector<double> issue_ms;  // how long the host took to issue the streams' launches
-  // core: concurrency (11 lines): Stream 0: each kernel waits for the one before it.
+  // core: concurrency (9 lines): Stream 0: each kernel waits for the one before it.
   const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     for (int i = 0; i < kernels; ++i) spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task());
     CS_CHECK_LAUNCH();
   });
   // One created stream per kernel: nothing orders them, so they can share the GPU.
-  const cs::Stats concurrent = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    const double begin = cs::host_now_ms();
+  const auto [issued, concurrent] = cs::time_issue_and_device_ms(setup.warmup, setup.repeats, [&] {
     for (cudaStream_t stream : streams) spin_kernel<<<1, kSpinThreads, 0, stream>>>(log.task());
     CS_CHECK_LAUNCH();
-    issue_ms.push_back(cs::host_now_ms() - begin);
   });
   const double speedup = serial.median / concurrent.median;
   std::printf("  default stream: %.2f ms, %d streams: %.2f ms (issued in %.3f ms), speedup %.2fx\n",
-              serial.median, kernels, concurrent.median, cs::median(issue_ms), speedup);
+              serial.median, kernels, concurrent.median, issued.median, speedup);
   lab::publish_timeline(setup, log.verify("concurrency_kernel"), kernels);
   // Ideal: N kernels after kLaunchMs per launch, in one turn however many hardware queues they
   // share (nothing orders them; without concurrentKernels the check skips). 75% of it leaves room
@@ -247,7 +244,6 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   std::vector<cudaStream_t> streams(stream_count);
   for (cudaStream_t& s : streams) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   lab::KernelLog log(setup);
-  std::vector<double> issue_ms;
   // One stream's A then B: what every stream would take if none waited for another.
   const cs::Stats alone = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     spin_kernel<<<1, kSpinThreads, 0, streams[0]>>>(log.task());
@@ -259,15 +255,13 @@ void part_connections(const lab::Setup& setup, int stream_count) {
     for (cudaStream_t s : streams) spin_kernel<<<1, kSpinThreads, 0, s>>>(log.task());
     CS_CHECK_LAUNCH();
   });
-  // core: connections (15 lines): Depth-first: all of stream 1's work, then all of stream 2's, ...
-  const cs::Stats depth = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    const double begin = cs::host_now_ms();
+  // core: connections (13 lines): Depth-first: all of stream 1's work, then all of stream 2's, ...
+  const auto [issued, depth] = cs::time_issue_and_device_ms(setup.warmup, setup.repeats, [&] {
     for (cudaStream_t s : streams) {
       spin_kernel<<<1, kSpinThreads, 0, s>>>(log.task());  // A
       spin_kernel<<<1, kSpinThreads, 0, s>>>(log.task());  // B, after A
     }
     CS_CHECK_LAUNCH();
-    issue_ms.push_back(cs::host_now_ms() - begin);
   });
   // Breadth-first: kernel A of every stream, then kernel B of every stream.
   const cs::Stats breadth = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
@@ -280,7 +274,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   std::printf(
       "  one stream alone: %.2f ms (ideal %.2f ms), depth-first: %.2f ms (issued in %.3f ms), "
       "breadth-first: %.2f ms, A alone in every stream: %.2f ms\n",
-      alone.median, ideal_ms, depth.median, cs::median(issue_ms), breadth.median, single.median);
+      alone.median, ideal_ms, depth.median, issued.median, breadth.median, single.median);
   log.verify("connections_kernel");
   // A queue for every stream: both orders within 1.2x of the ideal. Else, depth-first, a queue of
   // k streams runs A1, B1 beside A2, ..., Bk alone: k + 1 kernel times where one stream alone
@@ -429,7 +423,8 @@ int main(int argc, char** argv) {
   options.add_int("threads", &threads, 1, 32, "host threads in the threads part");
   options.add_int("streams", &stream_count, 1, 128, "streams in the connections part");
   options.add_int("matrix", &matrix, 16, 4096, "edge of the seed parts' square matrices");
-  options.add_int("repeats", &repeats, 1, 50, "timed repeats of each measurement (median)");
+  options.add_int("repeats", &repeats, 1, 50,
+                  "timed repeats of each measurement (median; part threads: the fastest)");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
   // The driver reads CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS at the first CUDA call.

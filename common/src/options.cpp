@@ -153,15 +153,16 @@ void Options::add_output_file(const std::string& name, std::string* value,
          if (text.empty()) return "--" + name + " expects a non-empty FILE";
          namespace fs = std::filesystem;
          std::error_code error;
-         // The name itself (a link too, even to nothing), not opened: a write-only file is there.
-         const bool existed = fs::exists(fs::symlink_status(text, error));
+         // What the name leads to, not opened (a write-only file is there; a link to nothing is
+         // not, and opening it creates its target).
          const fs::file_status target = fs::status(text, error);
          // A device or a pipe is written as it is (opening a pipe here could wait for a reader).
          const bool special =
              fs::exists(target) && !fs::is_regular_file(target) && !fs::is_directory(target);
          const bool writable =
              special || std::ofstream(text, std::ios::app).is_open();  // creates a new file
-         if (!existed && writable) std::remove(text.c_str());
+         // Removes the file that opening created, and only that: a link itself stays.
+         if (writable && !fs::exists(target)) fs::remove(fs::canonical(text, error), error);
          if (!writable) return "--" + name + " " + text + ": cannot write this file";
          *value = text;
          return "";

@@ -157,6 +157,7 @@ TEST(OutputFile, IsCheckedWhenParsedAndLeavesNothingBehind) {
   std::filesystem::create_symlink(target, link);
   ASSERT_EQ(parse(options, {"--dot", link.c_str()}).status, ParseResult::Status::ok);
   EXPECT_TRUE(std::filesystem::is_symlink(link)) << "the check removed the link " << link;
+  EXPECT_FALSE(std::filesystem::exists(target)) << "the check left " << target << " behind";
   std::remove(link.c_str());
   std::remove(target.c_str());
   // /dev/null is written as it is, never opened or removed by the check.

@@ -48,7 +48,7 @@ class Options {
                   const std::string& help);
   /// A switch without a value; sets @p *value to true when given.
   void add_flag(const std::string& name, bool* value, const std::string& help);
-  /// A free-form string (a file name, say); must not be empty.
+  /// A free-form string; must not be empty (a file the program writes: add_output_file).
   void add_string(const std::string& name, std::string* value, const std::string& metavar,
                   const std::string& help);
   /// A file the program will write; must not be empty, and must be writable when parsed, so
