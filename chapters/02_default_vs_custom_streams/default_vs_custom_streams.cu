@@ -105,9 +105,9 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
     for (cudaStream_t stream : streams) spin_kernel<<<1, kSpinThreads, 0, stream>>>(log.task());
     CS_CHECK_LAUNCH();
   });
-  const double speedup = serial.median / concurrent.median;
+  const double speedup = serial.min / concurrent.min;
   std::printf("  default stream: %.2f ms, %d streams: %.2f ms (issued in %.3f ms), speedup %.2fx\n",
-              serial.median, kernels, concurrent.median, issued.median, speedup);
+              serial.min, kernels, concurrent.min, issued.min, speedup);
   lab::publish_timeline(setup, log.verify("concurrency_kernel"), kernels);
   // Ideal: N kernels after kLaunchMs per launch, in one turn however many hardware queues they
   // share (nothing orders them; without concurrentKernels the check skips). 75% of it leaves room
@@ -140,8 +140,8 @@ void part_legacy(const lab::Setup& setup) {
   // Per middle stream: time_pair(blocking), then time_pair(non_blocking), and the ratio blocking /
   // non-blocking time (under CUDA_LAUNCH_BLOCKING=1 / one kernel's: both take turns).
   auto ratio = [&](const char* name, cudaStream_t middle) {
-    const double blocking_ms = time_pair(blocking, middle).median;
-    const double free_ms = time_pair(non_blocking, middle).median;
+    const double blocking_ms = time_pair(blocking, middle).min;
+    const double free_ms = time_pair(non_blocking, middle).min;
     const double r = blocking_ms / (setup.env.launch_blocking ? setup.kernel_ms : free_ms);
     std::printf("  middle kernel in %s: %.2f ms blocking, %.2f ms non-blocking, %.2fx\n", name,
                 blocking_ms, free_ms, r);
@@ -270,11 +270,11 @@ void part_connections(const lab::Setup& setup, int stream_count) {
     CS_CHECK_LAUNCH();
   });
   // The ideal: one stream alone, plus kLaunchMs allowed to issue each launch.
-  const double ideal_ms = alone.median + 2 * stream_count * kLaunchMs;
+  const double ideal_ms = alone.min + 2 * stream_count * kLaunchMs;
   std::printf(
       "  one stream alone: %.2f ms (ideal %.2f ms), depth-first: %.2f ms (issued in %.3f ms), "
       "breadth-first: %.2f ms, A alone in every stream: %.2f ms\n",
-      alone.median, ideal_ms, depth.median, issued.median, breadth.median, single.median);
+      alone.min, ideal_ms, depth.min, issued.min, breadth.min, single.min);
   log.verify("connections_kernel");
   // A queue for every stream: both orders within 1.2x of the ideal. Else, depth-first, a queue of
   // k streams runs A1, B1 beside A2, ..., Bk alone: k + 1 kernel times where one stream alone
@@ -284,16 +284,16 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   const std::string own =
       cs::format("every stream has a queue of its own: %d >= %d streams", queues, stream_count);
   if (sharing == 1) {
-    cs::check_or_skip(setup.overlap_skip, "depth_first_within_ideal", depth.median / ideal_ms,
-                      kAtMost, 1.2, "x", own);
-    cs::check_or_skip(setup.overlap_skip, "breadth_first_within_ideal", breadth.median / ideal_ms,
+    cs::check_or_skip(setup.overlap_skip, "depth_first_within_ideal", depth.min / ideal_ms, kAtMost,
+                      1.2, "x", own);
+    cs::check_or_skip(setup.overlap_skip, "breadth_first_within_ideal", breadth.min / ideal_ms,
                       kAtMost, 1.2, "x", own);
   } else {
-    cs::check_or_skip(setup.overlap_skip, "false_dependencies", depth.median / alone.median,
-                      kAtLeast, 0.7 * predicted, "x",
+    cs::check_or_skip(setup.overlap_skip, "false_dependencies", depth.min / alone.min, kAtLeast,
+                      0.7 * predicted, "x",
                       cs::format("depth-first / alone, 0.7 x predicted %.1fx: %d streams per queue",
                                  predicted, sharing));
-    cs::check_or_skip(setup.overlap_skip, "breadth_first_no_slower", breadth.median / depth.median,
+    cs::check_or_skip(setup.overlap_skip, "breadth_first_no_slower", breadth.min / depth.min,
                       kAtMost, 1.1, "x", "breadth-first time / depth-first time");
   }
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
@@ -333,12 +333,12 @@ void part_seed_mm(const lab::Setup& setup, int n) {
   });
   const unsigned blocks = grid.x * grid.y, sms = setup.prop.multiProcessorCount;
   std::printf("  both mm in s1: %.3f ms, on s1 and s2: %.3f ms (%u blocks each on %u SMs)\n",
-              mm_one.median, mm_two.median, blocks, sms);
+              mm_one.min, mm_two.min, blocks, sms);
   // An mm that fills the GPU leaves two streams only tails to overlap: at most 1.2x (noise). With
   // fewer blocks than SMs the mm does not fill the GPU (the check's premise): it skips.
   const std::string small = cs::format("--matrix: %u blocks, fewer than the %u SMs", blocks, sms);
   cs::check_or_skip(cs::first_reason({setup.timing_skip, blocks < sms ? small : ""}),
-                    "seed_mm_two_streams", mm_two.median / mm_one.median, kAtMost, 1.2, "x",
+                    "seed_mm_two_streams", mm_two.min / mm_one.min, kAtMost, 1.2, "x",
                     "two streams / one stream: each mm fills the GPU");
   for (float* p : {a, b, c, d}) CS_CHECK(cudaFree(p));
   for (cudaStream_t stream : {s1, s2}) CS_CHECK(cudaStreamDestroy(stream));
@@ -390,9 +390,9 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   lab::verify_scaled("seed_res1 (t1 * 2)", res1, host_t1, 2.0f);
   lab::verify_scaled("seed_res2 (t2 * 3)", res2, host_t2, 3.0f);
   log.verify("seed_kernel");
-  const double inside = sync_inside.median / serial.median, once = sync_once.median / serial.median;
+  const double inside = sync_inside.min / serial.min, once = sync_once.min / serial.min;
   std::printf("  both blocks in s1: %.2f ms, synchronize inside each: %.2f ms, once: %.2f ms\n",
-              serial.median, sync_inside.median, sync_once.median);
+              serial.min, sync_inside.min, sync_once.min);
   // Inside: the host waits for s1 before it issues s2's work: serial time, 0.9 for timing noise.
   // Once: both blocks at once, ideal 0.5x; 0.6 for the scale kernels, plus 4 launches' allowance.
   cs::check_or_skip(setup.timing_skip, "seed_sync_inside_is_serial", inside, kAtLeast, 0.9, "x",
@@ -424,7 +424,7 @@ int main(int argc, char** argv) {
   options.add_int("streams", &stream_count, 1, 128, "streams in the connections part");
   options.add_int("matrix", &matrix, 16, 4096, "edge of the seed parts' square matrices");
   options.add_int("repeats", &repeats, 1, 50,
-                  "timed repeats of each measurement (median; part threads: the fastest)");
+                  "timed repeats of each measurement (the fastest counts)");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
   // The driver reads CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS at the first CUDA call.

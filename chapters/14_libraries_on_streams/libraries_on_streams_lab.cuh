@@ -142,8 +142,8 @@ struct Gemm {
   }
 };
 
-// The host's median time inside `call` over `repeats` runs; `after` runs once each is timed (a
-// synchronization).
+// The host's fastest time inside `call` over `repeats` runs (a busy host only adds time);
+// `after` runs once each is timed (a synchronization).
 template <class Call, class After>
 double host_ms(int repeats, Call&& call, After&& after) {
   std::vector<double> samples;
@@ -153,7 +153,7 @@ double host_ms(int repeats, Call&& call, After&& after) {
     samples.push_back(cs::host_now_ms() - begin);
     after();
   }
-  return cs::median(samples);
+  return cs::summarize(samples).min;
 }
 
 // Part cufft's results at 4 frequencies of 3 transforms against a CPU DFT of their inputs `in`
