@@ -1,11 +1,13 @@
 /**
  * @file timing.hpp
- * @brief Event timers, warm-up and repeats, and the median of the samples.
+ * @brief Event timers, warm-up and repeats, and the statistics of the samples.
  *
  * Timing on a shared GPU is noisy. Every measurement in the chapters runs a
  * few warm-up iterations (module loading, first-touch page mapping and clock
- * ramp-up stay out of the numbers), then several timed repeats, and reports
- * the median, which a single slow outlier cannot move.
+ * ramp-up stay out of the numbers), then several timed repeats. Stats holds
+ * their median, which a single slow outlier cannot move, and their minimum,
+ * the fastest run, which is what counts where noise can only add time (a time
+ * on the host's clock that starts before the timed work is issued).
  */
 #pragma once
 
