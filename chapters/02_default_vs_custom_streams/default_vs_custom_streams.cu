@@ -240,7 +240,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
       "  CUDA_DEVICE_MAX_CONNECTIONS = %d (%s): %d hardware queue%s, up to %d stream%s per queue\n",
       queues, setup.env.connections_from_env ? "from the environment" : "unset: the default",
       queues, queues == 1 ? "" : "s", sharing, sharing == 1 ? "" : "s");
-  // Created in one go, so that the driver deals them out over the queues in turn.
+  // Created in one go: on the devices measured the driver deals them out over the queues in turn.
   std::vector<cudaStream_t> streams(stream_count);
   for (cudaStream_t& s : streams) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   lab::KernelLog log(setup);

@@ -238,7 +238,7 @@ void part_update(lab::ForkJoin& fj, int replays) {
   for (int r = 0; r < replays; ++r) CS_CHECK(cudaGraphLaunch(graph_exec, origin));
   lab::run_on_cpu(fj, kSetParamsIncrement, replays);
   lab::verify("set_params_results", fj);
-  // The whole graph: re-capture with another argument, copy its parameters (same topology only).
+  // The whole graph: re-capture with another argument; cudaGraphExecUpdate copies its parameters.
   cudaGraph_t recaptured = nullptr;
   CS_CHECK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
   issue_fork_join(fj, kUpdateIncrement);

@@ -37,7 +37,8 @@ inline ForkJoin make_fork_join(int streams, int n) {
   fj.n = n;
   fj.streams.resize(static_cast<std::size_t>(streams));
   fj.joins.resize(static_cast<std::size_t>(streams), nullptr);
-  // Non-blocking: the legacy default stream would otherwise join every capture's dependencies.
+  // Non-blocking: while a blocking stream captures, any use of the legacy default stream fails
+  // (cudaErrorStreamCaptureImplicit); these streams leave it usable.
   for (cudaStream_t& s : fj.streams) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CS_CHECK(cudaEventCreateWithFlags(&fj.fork, cudaEventDisableTiming));
   for (int s = 1; s < streams; ++s)

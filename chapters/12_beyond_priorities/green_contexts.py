@@ -5,7 +5,8 @@ What PyTorch calls, in the driver API that beyond_priorities.cu writes out:
   GreenContext(num_sms=N) or GreenContext.create(N, device)
       -> cuDeviceGetDevResource(SM), cuDevSmResourceSplitByCount(N), cuDevResourceGenerateDesc,
          cuGreenCtxCreate
-  ctx.Stream()                  -> cuGreenCtxStreamCreate: work in it runs on the N SMs only
+  ctx.Stream()                  -> cuGreenCtxStreamCreate: work in it runs on the N SMs (which
+                                   promises no concurrency with work elsewhere)
   ctx.set_context() / pop_context() (older PyTorch) -> the green context made current
 The script runs one matrix product inside a green context of --sms SMs and on the whole device,
 checks that both give the same result, and times both: on fewer SMs the same product takes longer,
