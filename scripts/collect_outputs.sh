@@ -10,8 +10,13 @@
 # (`$ CUDA_LAUNCH_BLOCKING=1 build/bin/NAME`): what the lessons' sections on those settings show.
 set -uo pipefail
 settings=0
+usage="usage: $0 [--settings] OUTDIR [BUILD_DIR]"
 if [ "${1:-}" = --settings ]; then settings=1; shift; fi
-out=${1:?"usage: $0 [--settings] OUTDIR [BUILD_DIR]"}
+case ${1:-} in
+  -h | --help) echo "$usage"; exit 0 ;;
+  -*) echo "$usage (unknown option '$1')" >&2; exit 2 ;;
+esac
+out=${1:?"$usage"}
 build=${2:-build}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The default runs run with neither setting, whatever the caller's shell has exported (as the
@@ -29,7 +34,8 @@ for dir in "$root"/chapters/[0-9][0-9]_*/; do
     echo "$exe: exit $?" | tee -a "$out/exit_codes.txt"
     [ "$settings" = 1 ] || continue
     for setting in CUDA_LAUNCH_BLOCKING=1 CUDA_DEVICE_MAX_CONNECTIONS=1; do
-      file="$out/settings/$exe.$(echo "${setting%=*}" | sed 's/^CUDA_//').txt"
+      variable=${setting%=*}
+      file="$out/settings/$exe.${variable#CUDA_}.txt"
       { echo "\$ $setting build/bin/$exe"; "${clean_env[@]}" "$setting" "$program"; } >"$file" 2>&1
       echo "$setting $exe: exit $?" | tee -a "$out/exit_codes.txt"
     done

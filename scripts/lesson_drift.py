@@ -109,6 +109,9 @@ def drift(block, printed):
 
 
 def main(argv):
+    if len(argv) > 1 and argv[1] in ("-h", "--help"):
+        sys.stdout.write(__doc__)
+        return 0
     if len(argv) < 2 or argv[1].startswith("-"):
         sys.stderr.write(__doc__)
         return 2

@@ -9,9 +9,10 @@
 # compute-sanitizer is installed). In this order: --default N runs `ctest --preset default` N
 # times, --timing N `ctest --preset default -L timing` N times (the timing tests alone), and
 # --sanitize N `ctest --preset sanitize` N times. Each run's output goes to DIR (build/soak by
-# default); below a failed run's line, its failing tests and CHECK lines. Exit status: 0 when
-# every run passed, 1 when one failed, 2 on bad arguments. CUDA_STREAMS_ALLOWED_SKIPS, if set,
-# replaces the allowed skips' pattern (set and empty: no skip is allowed).
+# default); below a failed run's line, its failing tests, CHECK lines and expect.sh verdicts.
+# Exit status: 0 when every run passed, 1 when one failed, 2 on bad arguments. The allowed skips
+# are the gpu-ci preset's; CUDA_STREAMS_ALLOWED_SKIPS, if set, replaces them (set and empty: none
+# is allowed).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage_error() { echo "soak.sh: error: $1" >&2; exit 2; }
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] && [ -n "$2" ] || usage_error "--logs needs a folder"
       logs=$2
       shift 2 ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) usage_error "unknown argument '$1'" ;;
   esac
 done
@@ -39,7 +40,17 @@ mkdir -p "$logs" || usage_error "--logs $logs: cannot make this folder"
 logs=$(cd "$logs" && pwd)  # a relative --logs is the caller's; ctest runs from the root
 cd "$root"
 export CUDA_STREAMS_STRICT=1
-export CUDA_STREAMS_ALLOWED_SKIPS=${CUDA_STREAMS_ALLOWED_SKIPS-'needs [0-9]+ (CUDA )?devices'}
+# By default, what the gpu-ci preset allows (written there once).
+gpu_ci_allowed() {
+  python3 -c 'import json, sys
+presets = json.load(open(sys.argv[1]))["testPresets"]
+print(next(p for p in presets if p["name"] == "gpu-ci")["environment"]["CUDA_STREAMS_ALLOWED_SKIPS"])' \
+    "$root/CMakePresets.json"
+}
+if [ -z "${CUDA_STREAMS_ALLOWED_SKIPS+set}" ]; then
+  CUDA_STREAMS_ALLOWED_SKIPS=$(gpu_ci_allowed) || usage_error "no allowed skips in CMakePresets.json's gpu-ci"
+fi
+export CUDA_STREAMS_ALLOWED_SKIPS
 echo "strict mode; allowed skips: '$CUDA_STREAMS_ALLOWED_SKIPS'; logs in $logs"
 failed=0
 soak() {  # name, count, ctest arguments...

@@ -157,8 +157,7 @@ void Options::add_output_file(const std::string& name, std::string* value,
          // not, and opening it creates its target).
          const fs::file_status target = fs::status(text, error);
          // A device or a pipe is written as it is (opening a pipe here could wait for a reader).
-         const bool special =
-             fs::exists(target) && !fs::is_regular_file(target) && !fs::is_directory(target);
+         const bool special = fs::is_other(target);
          const bool writable =
              special || std::ofstream(text, std::ios::app).is_open();  // creates a new file
          // Removes the file that opening created, and only that: a link itself stays.

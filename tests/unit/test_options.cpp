@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -163,6 +164,13 @@ TEST(OutputFile, IsCheckedWhenParsedAndLeavesNothingBehind) {
   // /dev/null is written as it is, never opened or removed by the check.
   ASSERT_EQ(parse(options, {"--dot", "/dev/null"}).status, ParseResult::Status::ok);
   EXPECT_TRUE(std::filesystem::exists("/dev/null"));
+  // Nor is a pipe: opening one that has no reader would wait for one (this test would hang).
+  const std::string fifo = ::testing::TempDir() + "output_file_fifo.dot";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(parse(options, {"--dot", fifo.c_str()}).status, ParseResult::Status::ok);
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo)) << "the check removed the pipe " << fifo;
+  std::remove(fifo.c_str());
 }
 
 TEST(CommonOptions, DeclaresTheFlagsEveryChapterHas) {
