@@ -370,7 +370,7 @@ void part_preemption(const lab::Setup& setup, const cs::LaunchEnvironment& env,
   const std::string skip = cs::first_reason(
       {lab::skip_reason(common, env, 2, least - greatest + 1),
        setup.fills_threads ? "" : "one wave of flood blocks leaves thread slots free here"});
-  const double fraction = s.flood_left > 0 ? s.latency / s.flood_left : 0;
+  const double fraction = cs::ratio(s.latency, s.flood_left);
   cs::check_or_skip(skip, "running_blocks_not_preempted", fraction, cs::Compare::at_least,
                     kNoPreemptionMin, "x", "latency / time the running blocks had left");
   bench.report();

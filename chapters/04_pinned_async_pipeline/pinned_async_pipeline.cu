@@ -58,15 +58,15 @@ struct Copy {
   double gbps = 0, call_ms = 0, copy_ms = 0;
 };
 
-// One copy of b.bytes (when timed): plain cudaMemcpy's bandwidth, then one cudaMemcpyAsync into
-// an idle stream, with a host clock around the call and events around the copy.
+// One copy of b.bytes (when timed): plain cudaMemcpy's bandwidth in its fastest run (a busy host
+// only adds time to a run), then the medians of a cudaMemcpyAsync into an idle stream, with a host
+// clock around the call and events around the copy.
 Copy measure_copy(const std::string& name, void* dst, const void* src, cudaMemcpyKind kind,
                   const lab::Buffers& b, const lab::Run& run) {
   Copy copy;
   if (!run.measure()) return copy;
   auto plain = [&] { CS_CHECK(cudaMemcpy(dst, src, b.bytes, kind)); };
-  copy.gbps =
-      lab::ratio(b.bytes, 1e6 * cs::time_on_stream_ms(nullptr, 1, run.repeats, plain).median);
+  copy.gbps = cs::ratio(b.bytes, 1e6 * cs::time_on_stream_ms(nullptr, 1, run.repeats, plain).min);
   cudaStream_t stream;
   cudaEvent_t start, stop;
   CS_CHECK(cudaStreamCreate(&stream));
@@ -150,16 +150,15 @@ void part_pinned(lab::Buffers& b, const lab::Run& run) {
   // Pageable copies go through a staging copy on the CPU, then the same DMA as pinned memory.
   lab::check_directions(run.skip, "pinned_vs_pageable", cs::Compare::at_least, 1.10,
                         "pinned / pageable cudaMemcpy bandwidth",
-                        [&](int i) { return lab::ratio(pinned[i].gbps, pageable[i].gbps); });
+                        [&](int i) { return cs::ratio(pinned[i].gbps, pageable[i].gbps); });
   // From pageable memory the call holds the host for most of the copy (it stages the data)...
   lab::check_directions(run.skip, "pageable_async_call_blocks", cs::Compare::at_least, 0.50,
-                        "host time inside the call / the copy's time", [&](int i) {
-                          return lab::ratio(pageable[i].call_ms, pageable[i].copy_ms);
-                        });
+                        "host time inside the call / the copy's time",
+                        [&](int i) { return cs::ratio(pageable[i].call_ms, pageable[i].copy_ms); });
   // ...from pinned memory it only queues the DMA: a small share of the pageable call's time.
   lab::check_directions(run.skip, "pinned_async_call_returns", cs::Compare::at_most, 0.10,
                         "pinned call time / pageable call time",
-                        [&](int i) { return lab::ratio(pinned[i].call_ms, pageable[i].call_ms); });
+                        [&](int i) { return cs::ratio(pinned[i].call_ms, pageable[i].call_ms); });
 }
 
 void part_register(lab::Buffers& b, const lab::Run& run) {
@@ -186,14 +185,14 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
   const auto pinned = both_ways("cudaMallocHost", b.host_in, b.host_out, b, run);
   CS_CHECK(cudaHostUnregister(b.pageable.data()));
 
-  // A registered buffer is pinned memory: about a cudaMallocHost buffer's rate (0.97-1.00x; 0.89x
-  // on a busy H100 host), far above pageable memory's (0.15-0.27x of pinned there, in part 2).
+  // A registered buffer is pinned memory: about a cudaMallocHost buffer's rate (0.97-1.00x on an
+  // H100), far above pageable memory's (0.15-0.27x of pinned there, in part 2).
   lab::check_directions(run.skip, "registered_vs_pinned", cs::Compare::at_least, 0.80,
                         "registered / cudaMallocHost bandwidth: the pinned rate, not pageable's",
-                        [&](int i) { return lab::ratio(registered[i].gbps, pinned[i].gbps); });
+                        [&](int i) { return cs::ratio(registered[i].gbps, pinned[i].gbps); });
   // Once registered, the call only queues the DMA, as from cudaMallocHost memory.
   cs::check_or_skip(run.skip, "registered_async_call_returns_h2d",
-                    lab::ratio(registered[0].call_ms, before.call_ms), cs::Compare::at_most, 0.10,
+                    cs::ratio(registered[0].call_ms, before.call_ms), cs::Compare::at_most, 0.10,
                     "x", "call time after / before cudaHostRegister");
 }
 
@@ -301,20 +300,20 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
         "  bound: %.3f ms (paced by the %s); serial %.3f ms; depth-first takes %.2fx and "
         "breadth-first %.2fx of the serial time\n",
         m.iterations, m.alone[1] / C, m.copy_pace_ms, bound.ms(), bound.pacer(), ms[kSerial],
-        lab::ratio(ms[kDepthFirst], ms[kSerial]), lab::ratio(ms[kBreadthFirst], ms[kSerial]));
+        cs::ratio(ms[kDepthFirst], ms[kSerial]), cs::ratio(ms[kBreadthFirst], ms[kSerial]));
   cs::check_or_skip(run.pipeline_holds_skip, "bound_holds",
-                    lab::ratio(std::min(ms[kDepthFirst], ms[kBreadthFirst]), bound.floor_ms),
+                    cs::ratio(std::min(ms[kDepthFirst], ms[kBreadthFirst]), bound.floor_ms),
                     cs::Compare::at_least, kFloorHolds, "x",
                     cs::format("the faster order's time / the floor, %.3f ms", bound.floor_ms));
   for (int i = kDepthFirst; i <= kBreadthFirst; ++i) {
     cs::check_or_skip(
-        run.overlap_skip, std::string("bound_") + kOrderNames[i], lab::ratio(ms[i], bound.ms()),
+        run.overlap_skip, std::string("bound_") + kOrderNames[i], cs::ratio(ms[i], bound.ms()),
         cs::Compare::at_most, overlap_bar(bound), "x",
         cs::format("overlapped / bound; host issue %.0f%% of it; H200 target <= 1.03x (median)",
-                   100 * lab::ratio(bound.host_ms, bound.ms())));
+                   100 * cs::ratio(bound.host_ms, bound.ms())));
     cs::check_or_skip(
         cs::first_reason({run.overlap_skip, run.speedup_limits(C)}),
-        std::string("speedup_") + kOrderNames[i], lab::ratio(ms[kSerial], ms[i]),
+        std::string("speedup_") + kOrderNames[i], cs::ratio(ms[kSerial], ms[i]),
         cs::Compare::at_least, run.speedup_bar(), "x",
         cs::format("serial / overlapped; asyncEngineCount %d; H200 target >= 2.50x", run.engines));
   }
@@ -335,7 +334,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
       "stage's rate / (plain cudaMemcpy + C fixed costs); any GPU; H200 target >= 0.95x",
       [&](int i) {
         const double C = run.chunks, copies = m.plain_ms[i] + C * m.gpu_copy_ms;
-        return lab::ratio(std::max(C * m.host_copy_ms, copies), m.alone[2 * i]);
+        return cs::ratio(std::max(C * m.host_copy_ms, copies), m.alone[2 * i]);
       });
   // The same pipeline at 1, 2, 4, ... 1024 chunks: stages, serial and depth-first time, bound.
   for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -380,7 +379,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
                                "issue %.0f%% of it; median H200 target <= 1.03x",
                                sweep.worst_chunks, 100 * sweep.worst_host_share));
   cs::check_or_skip(cs::first_reason({run.overlap_skip, run.speedup_limits(1024)}),
-                    "chunks_best_vs_one", lab::ratio(sweep.one_ms, sweep.best_ms),
+                    "chunks_best_vs_one", cs::ratio(sweep.one_ms, sweep.best_ms),
                     cs::Compare::at_least, run.speedup_bar(), "x",
                     "one chunk's time / the best chunk count's");
   if (!run.chunks_svg.empty() && run.measure()) sweep.write_svg(run.chunks_svg);

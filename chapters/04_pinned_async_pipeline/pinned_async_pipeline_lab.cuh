@@ -4,13 +4,11 @@
 #pragma once
 
 #include <cuda_runtime.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -41,10 +39,6 @@ inline std::vector<std::uint32_t> expected_output(std::size_t elements, int iter
   for (std::size_t i = 0; i < elements; ++i) want[i] = multiplier * input_word(i) + increment;
   return want;
 }
-// a / b, or 0 when b is not positive: no ratio printed is negative or infinite.
-inline double ratio(double a, double b) {
-  return b > 0 ? a / b : 0;
-}
 
 // The flags, asyncEngineCount, and why checks skip: the timed ones (skip), those that need streams
 // to overlap, chunks_bound_holds and bound_holds (the lesson's part 4 says why).
@@ -58,7 +52,9 @@ struct Run {
     options.add_int("mib", &mib, 1, 65536, "data size in MiB (the seed's, copies', pipeline's)");
     options.add_int("chunks", &chunks, 1, 1024, "pieces the pipeline cuts the data into");
     options.add_int("streams", &streams, 1, 64, "streams the chunks are dealt to, round robin");
-    options.add_int("repeats", &repeats, 1, 100, "timed repeats after one warm-up (median shown)");
+    options.add_int(
+        "repeats", &repeats, 1, 100,
+        "timed repeats after one warm-up (rates: the fastest; other times: the median)");
     options.add_output_file("chunks-svg", &chunks_svg, "part chunks' times as an SVG chart");
     cs::add_common_options(options, &common);
   }
@@ -92,15 +88,10 @@ struct Buffers {
   std::size_t begin(int c, int chunks) const { return elements * c / chunks; }
   std::size_t size(int c, int chunks) const { return begin(c + 1, chunks) - begin(c, chunks); }
   // Exits 2 before the GPU is touched when two pinned buffers, a pageable one and the CPU
-  // reference would take more than half of host memory.
+  // reference cannot fit in host memory.
   explicit Buffers(int mib) : bytes(static_cast<std::size_t>(mib) << 20) {
     elements = bytes / sizeof(std::uint32_t);
-    const double physical = 1.0 * std::max(0L, sysconf(_SC_PHYS_PAGES)) *
-                            std::max(0L, sysconf(_SC_PAGE_SIZE));  // 0: unknown
-    if (physical > 0 && 4.0 * bytes > 0.5 * physical)
-      cs::usage_error(cs::format("--mib %d: needs ", mib) + cs::format_bytes(4.0 * bytes) +
-                      " of host memory, more than half of this machine's " +
-                      cs::format_bytes(physical));
+    cs::require_fits_in_host_memory(4.0 * bytes, cs::format("--mib %d", mib));
   }
 };
 
@@ -164,12 +155,12 @@ struct Sweep {
     std::printf("  %d chunks: serial %.3f ms, overlapped %.3f ms, bound %.3f ms (%s)\n", chunks,
                 serial, ms, bound.ms(), bound.pacer());
     if (chunks == 1)
-      lowest_over_floor = ratio(ms, bound.floor_ms), one_ms = best_ms = ms,
+      lowest_over_floor = cs::ratio(ms, bound.floor_ms), one_ms = best_ms = ms,
       chart.spans.push_back({0, "serial, no overlap (1 chunk)", "", 0, serial});
-    lowest_over_floor = std::min(lowest_over_floor, ratio(ms, bound.floor_ms));
-    if (ratio(ms, bound.ms()) / bar > worst_over_bound / worst_bar)
-      worst_over_bound = ratio(ms, bound.ms()), worst_bar = bar, worst_chunks = chunks,
-      worst_host_share = ratio(bound.host_ms, bound.ms());
+    lowest_over_floor = std::min(lowest_over_floor, cs::ratio(ms, bound.floor_ms));
+    if (cs::ratio(ms, bound.ms()) / bar > worst_over_bound / worst_bar)
+      worst_over_bound = cs::ratio(ms, bound.ms()), worst_bar = bar, worst_chunks = chunks,
+      worst_host_share = cs::ratio(bound.host_ms, bound.ms());
     if (ms < best_ms) best = chunks, best_ms = ms;
     const cs::Span measured{static_cast<int>(chart.rows.size()), "overlapped, measured", "", 0, ms};
     chart.rows.push_back(cs::format("%d chunk%s", chunks, chunks == 1 ? "" : "s"));
@@ -178,12 +169,10 @@ struct Sweep {
     if (ms < bound.ms()) chart.spans.push_back(measured);  // it beat the bound
   }
   void write_svg(const std::string& path) const {
-    std::ofstream file(path);
-    file << cs::render_svg(chart,
-                           "Time by chunk count; lower bound = max(engines: stage times + "
-                           "fill/drain, streams: chunks in turn, host: issue)")
-                .text;
-    if (!file) cs::usage_error("--chunks-svg " + path + ": cannot write the file");
+    const char* title =
+        "Time by chunk count; lower bound = max(engines: stage times + fill/drain, "
+        "streams: chunks in turn, host: issue)";
+    cs::write_file(path, cs::render_svg(chart, title).text, "--chunks-svg chart");
     std::printf("  Curve written to %s\n", path.c_str());
   }
 };
@@ -246,7 +235,7 @@ inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, doub
     CS_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
     CS_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    gpu_copy.push_back(std::max(0.0, ms / kOps - ratio(1.0 * bytes, plain_gbps * 1e6)));
+    gpu_copy.push_back(std::max(0.0, ms / kOps - cs::ratio(1.0 * bytes, plain_gbps * 1e6)));
   }
   CS_CHECK(cudaEventDestroy(start));
   CS_CHECK(cudaEventDestroy(stop));
@@ -332,7 +321,7 @@ inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
   m.alone[1] = stage_alone_ms(b, C, 1, m.iterations, up, repeats);
   // The fixed cost of one operation, on copies of one chunk but 8 MiB at most.
   const std::size_t cost_bytes = std::min(4 * b.begin(1, C), std::size_t{8} << 20);
-  measure_op_costs(m, b, cost_bytes, ratio(1.0 * b.bytes, m.plain_ms[0] * 1e6), up);
+  measure_op_costs(m, b, cost_bytes, cs::ratio(1.0 * b.bytes, m.plain_ms[0] * 1e6), up);
   for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
   return m;
 }

@@ -384,7 +384,7 @@ void part_scaling(const Context& ctx, lab::JobData& job) {
   lab::Split all = time_split(ctx.devices, job, ctx.steps);
   destroy_slices(all.slices);
   cs::verify("scaling_split_result", job.out, job.reference.data(), ctx.elements);
-  const double speedup = all.total_ms > 0 ? one.total_ms / all.total_ms : 0;
+  const double speedup = cs::ratio(one.total_ms, all.total_ms);
   std::printf(
       "The job on device %d alone: %.2f ms, on %zu devices: %.2f ms (%.2fx); kernels: %.0f%%\n",
       ctx.devices.front(), one.total_ms, n_devices, all.total_ms, speedup, 100 * one.kernel_share);

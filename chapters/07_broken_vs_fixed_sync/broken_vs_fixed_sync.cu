@@ -339,7 +339,7 @@ void part_over_sync(lab::Lab& lab, bool broken) {
     // waiting. Else (streams share queues: a held kernel holds up the rest) the host's waits.
     constexpr double kSlowdownOverlapping = 1.5, kSlowdownSerial = 1.1;
     const bool overlap = lab.prop.concurrentKernels != 0 && lab.env.max_connections >= kStreams;
-    const double slowdown = once.median > 0 ? every.median / once.median : 0.0;
+    const double slowdown = cs::ratio(every.median, once.median);
     const bool slower = cs::check(check, slowdown, cs::Compare::at_least,
                                   overlap ? kSlowdownOverlapping : kSlowdownSerial, "x",
                                   overlap ? "streams overlap" : "the host's waits only");

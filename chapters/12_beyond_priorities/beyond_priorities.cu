@@ -244,7 +244,7 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
   // hardware queue may still hold it behind the flood; launch blocking ends the flood first.
   constexpr double kGreenLatencyRatioMax = 0.01;
   const int needed_ms = 1 + int(std::ceil((f.short_us + 30) / (500 * kGreenLatencyRatioMax)));
-  const double ratio = prio > 0 ? green / prio : 0;
+  const double ratio = cs::ratio(green, prio);
   const std::string too_short =
       cs::format("a %d us kernel against %d ms flood blocks: the bar needs blocks of %d ms or more",
                  f.short_us, f.flood_ms, needed_ms);

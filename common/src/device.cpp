@@ -1,5 +1,8 @@
 #include "cuda_streams/device.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -92,6 +95,14 @@ void require_fits_on_device(std::size_t bytes, const std::string& what) {
                 " of device memory, but only " + format_bytes(usable) +
                 " is free for it on this device");
   }
+}
+
+void require_fits_in_host_memory(double bytes, const std::string& what) {
+  const double physical = 1.0 * std::max(0L, sysconf(_SC_PHYS_PAGES)) *
+                          std::max(0L, sysconf(_SC_PAGE_SIZE));  // 0: unknown
+  if (physical > 0 && bytes > 0.5 * physical)
+    usage_error(what + ": needs " + format_bytes(bytes) +
+                " of host memory, more than half of this machine's " + format_bytes(physical));
 }
 
 }  // namespace cs

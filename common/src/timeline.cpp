@@ -108,13 +108,6 @@ std::vector<Published>& published() {
   return all;
 }
 
-void write_file(const std::string& path, const std::string& content, const char* what) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) usage_error("cannot write the " + std::string(what) + " to '" + path + "'");
-}
-
 }  // namespace
 
 void publish_timeline(const TimelineData& data, const CommonOptions& common,
@@ -152,6 +145,13 @@ void publish_timeline(const TimelineData& data, const CommonOptions& common,
     write_file(common.svg_path, svg, "SVG picture");
     std::printf("SVG written to %s\n", common.svg_path.c_str());
   }
+}
+
+void write_file(const std::string& path, const std::string& content, const char* what) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.close();
+  if (!out) usage_error("cannot write the " + std::string(what) + " to '" + path + "'");
 }
 
 }  // namespace cs

@@ -200,3 +200,11 @@ TEST(UsageError, NamesTheProgramOnceParseOrExitHasRun) {
   EXPECT_EXIT(cs::usage_error("--a and --b: give one"), ::testing::ExitedWithCode(2),
               "^prog: error: --a and --b: give one\n$");
 }
+
+// A size no machine holds is refused with the flag's name before anything is allocated; a small
+// one passes. (Where the size of memory is unknown, nothing is checked: not testable here.)
+TEST(RequireFitsInHostMemory, RefusesMoreThanHalfOfMemory) {
+  cs::require_fits_in_host_memory(1 << 20, "--small");
+  EXPECT_EXIT(cs::require_fits_in_host_memory(1e30, "--mib 9"), ::testing::ExitedWithCode(2),
+              "error: --mib 9: needs .* of host memory, more than half of this machine's ");
+}

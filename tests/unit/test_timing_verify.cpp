@@ -30,6 +30,12 @@ TEST(Summarize, MinMaxCount) {
   EXPECT_THROW(cs::summarize({}), std::invalid_argument);
 }
 
+TEST(Ratio, ZeroWhenTheDenominatorIsNotPositive) {
+  EXPECT_DOUBLE_EQ(cs::ratio(3.0, 2.0), 1.5);
+  EXPECT_DOUBLE_EQ(cs::ratio(3.0, 0.0), 0.0);   // nothing timed: 0, not infinity
+  EXPECT_DOUBLE_EQ(cs::ratio(3.0, -1.0), 0.0);  // never negative
+}
+
 TEST(Compare, FindsEveryMismatchAndKeepsTheFirst) {
   const std::vector<int> want = {0, 1, 2, 3, 4, 5, 6, 7};
   std::vector<int> got = want;

@@ -50,6 +50,10 @@ cudaDeviceProp select_device(int ordinal);
 /// memory (the rest is left for the runtime's own allocations).
 void require_fits_on_device(std::size_t bytes, const std::string& what);
 
+/// Exits 2 with a message naming @p what when @p bytes exceed half of this machine's physical
+/// memory, before anything is allocated (where the size of memory is unknown, nothing is checked).
+void require_fits_in_host_memory(double bytes, const std::string& what);
+
 /// Formats a byte count with a binary unit ("64.0 MiB").
 std::string format_bytes(double bytes);
 

@@ -185,4 +185,8 @@ class Timeline {
 void publish_timeline(const TimelineData& data, const CommonOptions& common,
                       const std::string& title, bool print_ascii = true);
 
+/// Writes @p content to @p path (replacing the file); exits 2 naming @p what and the path when
+/// it cannot.
+void write_file(const std::string& path, const std::string& content, const char* what);
+
 }  // namespace cs

@@ -35,6 +35,12 @@ double median(std::vector<double> samples);
 /// Median, minimum, maximum and count of @p samples; throws std::invalid_argument when empty.
 Stats summarize(const std::vector<double>& samples);
 
+/// @p a / @p b, or 0 when @p b is not positive: a ratio of measurements that is never negative or
+/// infinite (where nothing was timed, it is 0).
+inline double ratio(double a, double b) {
+  return b > 0 ? a / b : 0;
+}
+
 /// Milliseconds on the host's steady clock since an arbitrary origin.
 inline double host_now_ms() {
   using namespace std::chrono;
