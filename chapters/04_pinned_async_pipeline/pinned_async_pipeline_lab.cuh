@@ -115,9 +115,9 @@ struct Model {
   double alone[3] = {}, both[2] = {};
 };
 
-// The least time the overlapped pipeline can take at C chunks over S streams, from the stages
-// measured without it: the largest of the engines', the streams' and the host's limits; the floor
-// leaves the bus out.
+// The least time the pipeline can take at C chunks over S streams, from the stages measured
+// without it: the largest of the engines', streams' and host's limits; the floor leaves the bus
+// out.
 struct Bound {
   double engines_ms = 0, streams_ms = 0, host_ms = 0, floor_ms = 0;
   double ms() const { return std::max({engines_ms, streams_ms, host_ms}); }
@@ -143,9 +143,8 @@ struct Bound {
   }
 };
 
-// Part chunks' figures over the timed chunk counts, and its chart (--chunks-svg): the serial time,
-// then per count the measured time with its bound over it (and again where it is the shorter).
-// The worst count is the one whose overlapped / bound comes nearest its bar.
+// Part chunks' figures and chart (--chunks-svg): the serial time, then per count the measured time
+// with its bound over it (drawn again if shorter); the worst count comes nearest its bar.
 struct Sweep {
   double lowest_over_floor = 0, worst_over_bound = 0, worst_bar = 1, worst_host_share = 0;
   double one_ms = 0, best_ms = 0;
@@ -179,7 +178,8 @@ struct Sweep {
 
 // The measurements without the pipeline (the lesson's part 4 says what they are): each stage's
 // time alone, both copy directions at once, the kernel's calibration, and the fixed cost of one
-// operation; Model holds them, Bound uses them.
+// operation; Model holds them, Bound uses them. Each is the fastest of its runs: a busy host or bus
+// only lengthens a run, and a bound built from a lengthened stage is no lower bound.
 
 // Every chunk's `stage` (0 H2D, 1 kernel, 2 D2H) in one stream: that stage's total time alone.
 inline double stage_alone_ms(const Buffers& b, int C, int stage, int iterations, cudaStream_t on,
@@ -199,17 +199,18 @@ inline double stage_alone_ms(const Buffers& b, int C, int stage, int iterations,
             cudaMemcpyAsync(b.host_out + at, b.dev_out + at, 4 * n, cudaMemcpyDeviceToHost, on));
     }
   };
-  return cs::time_on_stream_ms(on, 1, repeats, all_chunks).median;
+  return cs::time_on_stream_ms(on, 1, repeats, all_chunks).min;
 }
 
-// The fixed costs, on 3 rounds of 200 copies of `bytes` and 200 empty launches.
-inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, double plain_gbps,
-                             cudaStream_t stream) {
+// The fixed costs, on 3 rounds of 200 copies of `bytes` and 200 empty launches; the bytes' own
+// time comes from a copy of the whole buffer right behind the 200, at the bus's pace of the moment.
+inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, cudaStream_t stream) {
   constexpr int kOps = 200;
   std::vector<double> host_copy, host_launch, gpu_copy;
-  cudaEvent_t start, stop;
+  cudaEvent_t start, stop, whole;
   CS_CHECK(cudaEventCreate(&start));
   CS_CHECK(cudaEventCreate(&stop));
+  CS_CHECK(cudaEventCreate(&whole));
   auto copies = [&] {
     for (int i = 0; i < kOps; ++i)
       CS_CHECK(cudaMemcpyAsync(b.dev_in, b.host_in, bytes, cudaMemcpyHostToDevice, stream));
@@ -232,16 +233,17 @@ inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, doub
     CS_CHECK(cudaEventRecord(start, stream));
     copies();
     CS_CHECK(cudaEventRecord(stop, stream));
-    CS_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
+    CS_CHECK(cudaMemcpyAsync(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice, stream));
+    CS_CHECK(cudaEventRecord(whole, stream));
+    CS_CHECK(cudaEventSynchronize(whole));
+    float ms = 0, whole_ms = 0;
     CS_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    gpu_copy.push_back(std::max(0.0, ms / kOps - cs::ratio(1.0 * bytes, plain_gbps * 1e6)));
+    CS_CHECK(cudaEventElapsedTime(&whole_ms, stop, whole));
+    gpu_copy.push_back(std::max(0.0, ms / kOps - whole_ms * cs::ratio(bytes, b.bytes)));
   }
-  CS_CHECK(cudaEventDestroy(start));
-  CS_CHECK(cudaEventDestroy(stop));
-  // The host's costs enter a floor: the fastest round (a median put one above a run's time).
+  for (cudaEvent_t e : {start, stop, whole}) CS_CHECK(cudaEventDestroy(e));
   m.host_copy_ms = cs::summarize(host_copy).min, m.host_launch_ms = cs::summarize(host_launch).min;
-  m.gpu_copy_ms = cs::median(gpu_copy);
+  m.gpu_copy_ms = cs::summarize(gpu_copy).min;
 }
 
 // m with its stages at C chunks: the copies each alone (unless `calibrated` with two copy engines:
@@ -275,10 +277,8 @@ inline Model measure_stages(Model m, const Buffers& b, int C, cudaStream_t up, c
       CS_CHECK(cudaEventElapsedTime(&ms[1], start, down_done));
       if (i >= 0) times[0].push_back(ms[0]), times[1].push_back(ms[1]);
     }
-    CS_CHECK(cudaEventDestroy(start));
-    CS_CHECK(cudaEventDestroy(up_done));
-    CS_CHECK(cudaEventDestroy(down_done));
-    for (int d = 0; d < 2; ++d) m.both[d] = cs::median(times[d]);
+    for (cudaEvent_t e : {start, up_done, down_done}) CS_CHECK(cudaEventDestroy(e));
+    for (int d = 0; d < 2; ++d) m.both[d] = cs::summarize(times[d]).min;
     for (int d = 0; d < 2 && calibrated; ++d) m.alone[2 * d] = m.plain_ms[d] + C * m.gpu_copy_ms;
   }
   if (calibrated) m.alone[1] = stage_alone_ms(b, C, 1, m.iterations, up, repeats);
@@ -296,8 +296,8 @@ inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
   for (cudaStream_t& stream : pair) CS_CHECK(cudaStreamCreate(&stream));
   auto h2d = [&] { CS_CHECK(cudaMemcpy(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice)); };
   auto d2h = [&] { CS_CHECK(cudaMemcpy(b.host_out, b.dev_out, b.bytes, cudaMemcpyDeviceToHost)); };
-  m.plain_ms[0] = cs::time_on_stream_ms(nullptr, 1, repeats, h2d).median;
-  m.plain_ms[1] = cs::time_on_stream_ms(nullptr, 1, repeats, d2h).median;
+  m.plain_ms[0] = cs::time_on_stream_ms(nullptr, 1, repeats, h2d).min;
+  m.plain_ms[1] = cs::time_on_stream_ms(nullptr, 1, repeats, d2h).min;
   m = measure_stages(m, b, C, pair[0], pair[1], engines, repeats, false);
   m.copy_pace_ms = (engines >= 2 ? std::max(m.both[0], m.both[1]) : m.alone[0] + m.alone[2]) / C;
   // GPUs raise their clocks under load within tens of milliseconds: keep the SMs busy for about
@@ -321,7 +321,7 @@ inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
   m.alone[1] = stage_alone_ms(b, C, 1, m.iterations, up, repeats);
   // The fixed cost of one operation, on copies of one chunk but 8 MiB at most.
   const std::size_t cost_bytes = std::min(4 * b.begin(1, C), std::size_t{8} << 20);
-  measure_op_costs(m, b, cost_bytes, cs::ratio(1.0 * b.bytes, m.plain_ms[0] * 1e6), up);
+  measure_op_costs(m, b, cost_bytes, up);
   for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
   return m;
 }
