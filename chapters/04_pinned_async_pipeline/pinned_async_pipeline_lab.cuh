@@ -52,9 +52,8 @@ struct Run {
     options.add_int("mib", &mib, 1, 65536, "data size in MiB (the seed's, copies', pipeline's)");
     options.add_int("chunks", &chunks, 1, 1024, "pieces the pipeline cuts the data into");
     options.add_int("streams", &streams, 1, 64, "streams the chunks are dealt to, round robin");
-    options.add_int(
-        "repeats", &repeats, 1, 100,
-        "timed repeats after one warm-up (rates: the fastest; other times: the median)");
+    options.add_int("repeats", &repeats, 1, 100,
+                    "timed runs after one warm-up, the fastest counting (part chunks: 3 at most)");
     options.add_output_file("chunks-svg", &chunks_svg, "part chunks' times as an SVG chart");
     cs::add_common_options(options, &common);
   }
@@ -146,16 +145,15 @@ struct Bound {
 // Part chunks' figures and chart (--chunks-svg): the serial time, then per count the measured time
 // with its bound over it (drawn again if shorter); the worst count comes nearest its bar.
 struct Sweep {
-  double lowest_over_floor = 0, worst_over_bound = 0, worst_bar = 1, worst_host_share = 0;
+  double lowest_over_floor = HUGE_VAL, worst_over_bound = 0, worst_bar = 1, worst_host_share = 0;
   double one_ms = 0, best_ms = 0;
   int best = 1, worst_chunks = 0;
   cs::TimelineData chart{{"serial"}, {}};
   void add(int chunks, double serial, double ms, const Bound& bound, double bar) {
     std::printf("  %d chunks: serial %.3f ms, overlapped %.3f ms, bound %.3f ms (%s)\n", chunks,
                 serial, ms, bound.ms(), bound.pacer());
-    if (chunks == 1)
-      lowest_over_floor = cs::ratio(ms, bound.floor_ms), one_ms = best_ms = ms,
-      chart.spans.push_back({0, "serial, no overlap (1 chunk)", "", 0, serial});
+    if (chunks == 1) one_ms = best_ms = ms;
+    if (chunks == 1) chart.spans.push_back({0, "serial, no overlap (1 chunk)", "", 0, serial});
     lowest_over_floor = std::min(lowest_over_floor, cs::ratio(ms, bound.floor_ms));
     if (cs::ratio(ms, bound.ms()) / bar > worst_over_bound / worst_bar)
       worst_over_bound = cs::ratio(ms, bound.ms()), worst_bar = bar, worst_chunks = chunks,
@@ -178,8 +176,8 @@ struct Sweep {
 
 // The measurements without the pipeline (the lesson's part 4 says what they are): each stage's
 // time alone, both copy directions at once, the kernel's calibration, and the fixed cost of one
-// operation; Model holds them, Bound uses them. Each is the fastest of its runs: a busy host or bus
-// only lengthens a run, and a bound built from a lengthened stage is no lower bound.
+// operation; Model holds them, Bound uses them. Each stage time is the fastest of its runs: a busy
+// host only lengthens a run, and a bound built from a lengthened stage is no lower bound.
 
 // Every chunk's `stage` (0 H2D, 1 kernel, 2 D2H) in one stream: that stage's total time alone.
 inline double stage_alone_ms(const Buffers& b, int C, int stage, int iterations, cudaStream_t on,
@@ -202,8 +200,9 @@ inline double stage_alone_ms(const Buffers& b, int C, int stage, int iterations,
   return cs::time_on_stream_ms(on, 1, repeats, all_chunks).min;
 }
 
-// The fixed costs, on 3 rounds of 200 copies of `bytes` and 200 empty launches; the bytes' own
-// time comes from a copy of the whole buffer right behind the 200, at the bus's pace of the moment.
+// The fixed costs, on 3 rounds of 200 copies of `bytes` and 200 empty launches. On the GPU, a copy
+// of `bytes` takes g + bytes / rate: each round solves for g with a copy of the whole buffer right
+// before the 200 (the rate of that moment); noise moves g both ways: the median round counts.
 inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, cudaStream_t stream) {
   constexpr int kOps = 200;
   std::vector<double> host_copy, host_launch, gpu_copy;
@@ -228,22 +227,23 @@ inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, cuda
     }
     host_launch.push_back((cs::host_now_ms() - t0) / kOps);
     // On the GPU: hold the stream (ns) until the host has queued every copy, then time them.
-    hold_stream<<<1, 1, 0, stream>>>(1e6 * (0.5 + 4 * kOps * host_copy.back()));
+    hold_stream<<<1, 1, 0, stream>>>(1e6 * (0.5 + 4 * (kOps + 1) * host_copy.back()));
     CS_CHECK_LAUNCH();
+    CS_CHECK(cudaEventRecord(whole, stream));
+    CS_CHECK(cudaMemcpyAsync(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice, stream));
     CS_CHECK(cudaEventRecord(start, stream));
     copies();
     CS_CHECK(cudaEventRecord(stop, stream));
-    CS_CHECK(cudaMemcpyAsync(b.dev_in, b.host_in, b.bytes, cudaMemcpyHostToDevice, stream));
-    CS_CHECK(cudaEventRecord(whole, stream));
-    CS_CHECK(cudaEventSynchronize(whole));
-    float ms = 0, whole_ms = 0;
+    CS_CHECK(cudaEventSynchronize(stop));
+    float whole_ms = 0, ms = 0;
+    CS_CHECK(cudaEventElapsedTime(&whole_ms, whole, start));
     CS_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    CS_CHECK(cudaEventElapsedTime(&whole_ms, stop, whole));
-    gpu_copy.push_back(std::max(0.0, ms / kOps - whole_ms * cs::ratio(bytes, b.bytes)));
+    const double each = ms / kOps, B = b.bytes, n = bytes;  // B == n: one equation, g unknown
+    gpu_copy.push_back(B > n ? std::max(0.0, (each * B - whole_ms * n) / (B - n)) : 0.0);
   }
   for (cudaEvent_t e : {start, stop, whole}) CS_CHECK(cudaEventDestroy(e));
   m.host_copy_ms = cs::summarize(host_copy).min, m.host_launch_ms = cs::summarize(host_launch).min;
-  m.gpu_copy_ms = cs::summarize(gpu_copy).min;
+  m.gpu_copy_ms = cs::median(gpu_copy);
 }
 
 // m with its stages at C chunks: the copies each alone (unless `calibrated` with two copy engines:

@@ -131,9 +131,8 @@ chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING
                    "depth-first takes [0-9.]+x and breadth-first [0-9.]+x of the serial time"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
-# Three repeats, not two: the median of two samples is their mean, so one slow copy out of two
-# moved registered_vs_pinned_h2d to 0.84x (1 run in 14 on an H100; its bar is 0.80x now, which
-# leaves little room); a median of three ignores one slow copy.
+# Three repeats: each time is the fastest of three runs (when it was the median of two, one slow
+# copy once moved registered_vs_pinned_h2d to 0.84x on an H100, against its bar of 0.80x).
 chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNECTIONS=1
              ARGS --repeats 3
              MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
