@@ -42,7 +42,7 @@ HEADER_MAX = 200
 # only ratchets down). A chapter that meets every target has no line.
 READING_ALLOWANCES = {
     "02_default_vs_custom_streams": (500, 0.149, 200),
-    "04_pinned_async_pipeline": (586, 0.180, 329),
+    "04_pinned_async_pipeline": (585, 0.181, 327),
     "11_pytorch_streams": (528, 0.143, 200),
 }
 RATCHET_SLACK_LINES = 10  # an allowance this far above what a chapter reads is out of date

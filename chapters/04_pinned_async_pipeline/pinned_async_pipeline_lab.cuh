@@ -53,7 +53,7 @@ struct Run {
     options.add_int("chunks", &chunks, 1, 1024, "pieces the pipeline cuts the data into");
     options.add_int("streams", &streams, 1, 64, "streams the chunks are dealt to, round robin");
     options.add_int("repeats", &repeats, 1, 100,
-                    "timed runs after one warm-up, the fastest counting (part chunks: 3 at most)");
+                    "timed runs after one warm-up, the fastest counting (chunk sweep: 3 at most)");
     options.add_output_file("chunks-svg", &chunks_svg, "part chunks' times as an SVG chart");
     cs::add_common_options(options, &common);
   }
@@ -238,8 +238,8 @@ inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, cuda
     float whole_ms = 0, ms = 0;
     CS_CHECK(cudaEventElapsedTime(&whole_ms, whole, start));
     CS_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    const double each = ms / kOps, B = b.bytes, n = bytes;  // B == n: one equation, g unknown
-    gpu_copy.push_back(B > n ? std::max(0.0, (each * B - whole_ms * n) / (B - n)) : 0.0);
+    const double each = ms / kOps, B = b.bytes, n = bytes;  // n < B: two equations, two unknowns
+    gpu_copy.push_back(std::max(0.0, (each * B - whole_ms * n) / (B - n)));
   }
   for (cudaEvent_t e : {start, stop, whole}) CS_CHECK(cudaEventDestroy(e));
   m.host_copy_ms = cs::summarize(host_copy).min, m.host_launch_ms = cs::summarize(host_launch).min;
@@ -319,9 +319,7 @@ inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
     m.iterations = static_cast<int>(std::min<double>(1 << 20, std::max(1.0, std::round(scaled))));
   }
   m.alone[1] = stage_alone_ms(b, C, 1, m.iterations, up, repeats);
-  // The fixed cost of one operation, on copies of one chunk but 8 MiB at most.
-  const std::size_t cost_bytes = std::min(4 * b.begin(1, C), std::size_t{8} << 20);
-  measure_op_costs(m, b, cost_bytes, up);
+  measure_op_costs(m, b, 4 * b.begin(1, 1024), up);  // one chunk of 1024: C costs weigh most
   for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
   return m;
 }
