@@ -9,8 +9,11 @@
 // the flags, buffers, bound and sweep, and the measurements the bound is computed from (stage
 // timing, calibration, fixed costs).
 //
-// Build and run (the lesson, README.md, has the nvcc line and the expected output)
+// Build and run (the lesson, README.md, has the expected output)
 //   cmake --preset default && cmake --build --preset default
+// clang-format off
+//   nvcc -std=c++17 -arch=native -Icommon/include chapters/04_pinned_async_pipeline/pinned_async_pipeline.cu common/src/*.cpp -o 04_pinned_async_pipeline
+// clang-format on
 //   build/bin/04_pinned_async_pipeline [--part seed|pinned|register|pipeline|chunks] [--help]
 // It prints a heading per part, a line of figures per measurement, three ASCII timelines and a
 // CHECK line per property. Exit status 0; 1 if a check fails; 2 for a bad command line; 77 (with a

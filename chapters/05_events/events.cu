@@ -7,8 +7,9 @@
 //
 // Build and run
 //   cmake --preset default && cmake --build --preset default && build/bin/05_events
-//   nvcc -std=c++17 -arch=native -Icommon/include chapters/05_events/events.cu common/src/*.cpp
-//        -o 05_events   (one line)
+// clang-format off
+//   nvcc -std=c++17 -arch=native -Icommon/include chapters/05_events/events.cu common/src/*.cpp -o 05_events
+// clang-format on
 //   build/bin/05_events --part dependency     # one part: timing, dependency, query or flags
 //   build/bin/05_events --help                # every flag
 //

@@ -192,5 +192,14 @@ chapter_test(NAME extremes.repeats_max LABELS gpu timing ARGS --part pipeline --
              MATCH "CHECK bound_holds: .* PASS" "CHECK bound_depth_first: .* PASS"
                    "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 
+# Controls: under CUDA_LAUNCH_BLOCKING=1 (bars not adapted) each launch waits for its kernel, so
+# a chunk's kernel no longer runs beside the next chunk's copy in: the speedups over serial must
+# FAIL (an H100 run under the setting: depth-first 0.78x and breadth-first 0.81x of the serial
+# time, speedups 1.28x and 1.23x against 1.80x; the best chunk count 1.24x faster than one chunk).
+# By that run's figures the bound checks fail with them (about 1.8x against 1.40x): not repeated.
+chapter_control(CHECK speedup_depth_first ARGS --part pipeline --mib 64)
+chapter_control(CHECK speedup_breadth_first ARGS --part pipeline --mib 64)
+chapter_control(CHECK chunks_best_vs_one ARGS --part chunks)
+
 # Small and quick under compute-sanitizer (which adds --no-timing).
 chapter_sanitizer_tests(ARGS --mib 8 --chunks 4)

@@ -124,5 +124,7 @@ chapter_test(NAME args.steps_not_a_number LABELS args host ARGS --steps many EXI
 chapter_test(NAME args.steps_too_big LABELS args host ARGS --steps 2000000 EXIT 2
              MATCH "--steps expects an integer from 1 to 1048576, got '2000000'")
 
+# No control test for the scaling check: it needs two devices, and no run here could show it.
+
 # The deliberate invalid calls are errors to compute-sanitizer; the rest must be clean.
 chapter_sanitizer_tests(ARGS --part all --elements 64K --steps 64 --no-invalid-calls)

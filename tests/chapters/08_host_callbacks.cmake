@@ -165,4 +165,10 @@ ch08_rejects(device_negative "--device expects an integer from 0 to 1023, got '-
 ch08_rejects(trace_empty "--trace expects a non-empty FILE" --trace=)
 ch08_rejects(stray_argument "unexpected argument 'extra'" extra)
 
+# Control: under CUDA_LAUNCH_BLOCKING=1 (bars not adapted) stream B's kernel waits for stream A's
+# host function (measured on an H100 and an H200, printed by the settings test), so the check
+# that it does not must FAIL. host_function_holds_its_stream needs none: a run without its
+# effect (work after a host function that does not wait for it) is what the check refuses.
+chapter_control(CHECK other_stream_not_held ARGS --part stall)
+
 chapter_sanitizer_tests(ARGS --no-error-demos --streams 2 --steps 4 --batches 2 --batch-elements 1024)

@@ -105,6 +105,9 @@ if(TARGET ${CHAPTER})
                      "CHECK graph_replay_speedup: skipped \\(fewer than 20 replays\\)"
                      "All [1-9][0-9]* checks passed"
                NO_MATCH "FAIL")
+  # Control: under CUDA_LAUNCH_BLOCKING=1 (bars not adapted) stream1's spin is over before the
+  # host issues stream2's work, so the fixed version serializes too and the check must FAIL.
+  chapter_control(CHECK seed_sync_serializes ARGS --part serialize)
   # The commands the lesson suggests.
   chapter_test(NAME try.short_spin LABELS gpu timing ARGS --spin-ms 1
                MATCH "CHECK seed_sync_serializes: .* PASS" "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")

@@ -98,6 +98,9 @@ chapter_test(NAME extreme.sms_releases_max LABELS gpu timing ARGS --sms 256 --re
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 
+# No control test for green_latency_ratio: its denominator is the run without a green context (the
+# same kernel at the highest priority), and no flag or setting removes the green context alone.
+
 # No compute-sanitizer tests: its support for green contexts is not documented, and a tool that
 # serializes streams would hold the memops part's flag waits until the watchdog. The kernels of
 # this chapter are the simplest of the repository; chapter 13 runs the sanitizer on its parts.
