@@ -166,7 +166,7 @@ ch08_rejects(trace_empty "--trace expects a non-empty FILE" --trace=)
 ch08_rejects(stray_argument "unexpected argument 'extra'" extra)
 
 # Control: under CUDA_LAUNCH_BLOCKING=1 (bars not adapted) stream B's kernel waits for stream A's
-# host function (measured on an H100 and an H200, printed by the settings test), so the check
+# host function (measured on an H200; the settings test prints what the setting did), so the check
 # that it does not must FAIL. host_function_holds_its_stream needs none: a run without its
 # effect (work after a host function that does not wait for it) is what the check refuses.
 chapter_control(CHECK other_stream_not_held ARGS --part stall)
