@@ -200,11 +200,11 @@ inline double stage_alone_ms(const Buffers& b, int C, int stage, int iterations,
   return cs::time_on_stream_ms(on, 1, repeats, all_chunks).min;
 }
 
-// The fixed costs, on 3 rounds of 200 copies of `bytes` and 200 empty launches. On the GPU, a copy
-// of `bytes` takes g + bytes / rate: each round solves for g with a copy of the whole buffer right
-// before the 200 (the rate of that moment); noise moves g both ways: the median round counts.
-inline void measure_op_costs(Model& m, const Buffers& b, std::size_t bytes, cudaStream_t stream) {
-  constexpr int kOps = 200;
+// The fixed costs, on 3 rounds of 200 empty launches and 200 copies of 256 KiB (one chunk of 1024
+// at the default size: C costs weigh most there). On the GPU a copy of n bytes takes g + n / rate:
+// each round solves for g with a copy of the whole buffer just before the 200; the median counts.
+inline void measure_op_costs(Model& m, const Buffers& b, cudaStream_t stream) {
+  constexpr long long kOps = 200, bytes = 256 << 10;  // a quarter of the buffer at most (--mib 1)
   std::vector<double> host_copy, host_launch, gpu_copy;
   cudaEvent_t start, stop, whole;
   CS_CHECK(cudaEventCreate(&start));
@@ -319,7 +319,7 @@ inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
     m.iterations = static_cast<int>(std::min<double>(1 << 20, std::max(1.0, std::round(scaled))));
   }
   m.alone[1] = stage_alone_ms(b, C, 1, m.iterations, up, repeats);
-  measure_op_costs(m, b, 4 * b.begin(1, 1024), up);  // one chunk of 1024: C costs weigh most
+  measure_op_costs(m, b, up);
   for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
   return m;
 }
