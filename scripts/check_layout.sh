@@ -26,6 +26,11 @@ for dir in "$root"/chapters/[0-9][0-9]_*/; do
     say "$name: no CMakeLists.txt"
   fi
   [ -f "$root/tests/chapters/$name.cmake" ] || say "$name: no tests/chapters/$name.cmake"
+  # CMake splits a string at each ';': in a MATCH pattern, "a; b" would become two patterns.
+  if [ -f "$root/tests/chapters/$name.cmake" ] &&
+    grep -nE '"[^"]*; [^"]*"' "$root/tests/chapters/$name.cmake" >/dev/null; then
+    say "$name: a string in tests/chapters/$name.cmake holds '; ' (CMake splits it; match it with '.')"
+  fi
 done
 [ "$count" -gt 0 ] || say "no chapters found"
 if [ "$problems" -eq 0 ]; then
