@@ -7,7 +7,8 @@
  * ramp-up stay out of the numbers), then several timed repeats. Stats holds
  * their median, which a single slow outlier cannot move, and their minimum,
  * the fastest run, which is what counts where noise can only add time (a time
- * on the host's clock that starts before the timed work is issued).
+ * that starts before the timed work is issued, on the host's clock or at an
+ * event recorded ahead of the work).
  */
 #pragma once
 
