@@ -291,8 +291,7 @@ void part_query(int overlap_ms, const cs::LaunchEnvironment& env, const cs::Comm
       cs::first_reason({common.timing_skip_reason(),
                         events_lab::launch_waits(env, "no time was left to work in beside it")});
   const std::string worked = cs::format("%lld units of host work while the kernel ran", units);
-  if (skip.empty()) cs::check_that("host_worked_while_gpu_ran", units > 0, worked);
-  if (!skip.empty()) cs::check_skipped("host_worked_while_gpu_ran", skip);
+  cs::check_that_or_skip(skip, "host_worked_while_gpu_ran", units > 0, worked);
   // The host kept polling for at least this fraction of the kernel's run time after the launch
   // returned: cudaErrorNotReady really meant "still running".
   constexpr double kPolledFractionMin = 0.5;

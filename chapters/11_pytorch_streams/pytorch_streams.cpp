@@ -214,10 +214,10 @@ void part_race(int64_t spin, const cs::LaunchEnvironment& env, const cs::CommonO
   normal_then_sum(true);  // loads kernels, caches blocks: no cudaMalloc may hide the race below
   normal_then_sum(false);
   const bool lost = !lab::close_to(got, want, kSumTolerance);
-  lab::check_that_or_skip(lab::race_skip_reason(lost, env, common, "the race is lost",
-                                                "normal_() had finished before sum() was issued"),
-                          "seed_normal_sum_race_shown", lost,
-                          lab::race_words(got, want, kSumTolerance));
+  cs::check_that_or_skip(lab::race_skip_reason(lost, env, common, "the race is lost",
+                                               "normal_() had finished before sum() was issued"),
+                         "seed_normal_sum_race_shown", lost,
+                         lab::race_words(got, want, kSumTolerance));
   normal_then_sum(true);
   cs::check_that(
       "fixed_normal_sum", lab::close_to(got, want, kSumTolerance),
@@ -259,15 +259,15 @@ void part_record(int64_t spin, const cs::LaunchEnvironment& env, const cs::Commo
   free_while_in_use(false);
   const double want = kElements;  // the sum of A's ones
   const bool shown = !lab::close_to(got, want, kSumTolerance);
-  lab::check_that_or_skip(lab::race_skip_reason(shown, env, common, "the overwrite wins",
-                                                "sum() had finished before A was freed"),
-                          "seed_free_without_record_stream_shown", shown,
-                          lab::reuse_words(got, want, reused, kSumTolerance));
+  cs::check_that_or_skip(lab::race_skip_reason(shown, env, common, "the overwrite wins",
+                                               "sum() had finished before A was freed"),
+                         "seed_free_without_record_stream_shown", shown,
+                         lab::reuse_words(got, want, reused, kSumTolerance));
   free_while_in_use(true);
   const std::string done =
       "sum() on the side stream had finished before A was freed, so the allocator could hand A's "
       "block out again at once: record_stream had nothing to wait for";
-  lab::check_that_or_skip(
+  cs::check_that_or_skip(
       reader_busy ? "" : (env.launch_blocking ? "CUDA_LAUNCH_BLOCKING=1: " : "") + done,
       "fixed_record_stream", !reused && lab::close_to(got, want, kSumTolerance),
       cs::format("after A.record_stream(side) the allocator kept A's block until side was done; "

@@ -92,13 +92,6 @@ inline void print_serialize_setting(const cs::LaunchEnvironment& env) {
   }
 }
 
-// cs::check_that(), or `CHECK <name>: skipped (<skip>)` when @p skip is not empty.
-inline void check_that_or_skip(const std::string& skip, const std::string& name, bool passed,
-                               const std::string& detail) {
-  if (skip.empty()) return (void)cs::check_that(name, passed, detail);
-  cs::check_skipped(name, skip);
-}
-
 // The capture part's checks, skipped where the capture itself failed under CUDA_LAUNCH_BLOCKING=1.
 inline void skip_capture_checks(const c10::Error& error) {
   const std::string message = error.what_without_backtrace();

@@ -63,6 +63,15 @@ bool check_or_skip(const std::string& skip_reason, const std::string& name, doub
   return check(name, measured, compare, bar, unit, why);
 }
 
+bool check_that_or_skip(const std::string& skip_reason, const std::string& name, bool passed,
+                        const std::string& detail) {
+  if (!skip_reason.empty()) {
+    check_skipped(name, skip_reason);
+    return true;
+  }
+  return check_that(name, passed, detail);
+}
+
 std::string first_reason(std::initializer_list<std::string> reasons) {
   for (const std::string& reason : reasons) {
     if (!reason.empty()) return reason;

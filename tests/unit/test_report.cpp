@@ -36,6 +36,17 @@ TEST(Check, ComparesInTheStatedDirectionAndCounts) {
   cs::reset_checks();
 }
 
+TEST(Check, ThatOrSkipRunsOnlyWithoutAReason) {
+  cs::reset_checks();
+  EXPECT_TRUE(cs::check_that_or_skip("", "ran", true, "holds"));
+  EXPECT_FALSE(cs::check_that_or_skip("", "ran and failed", false, "does not hold"));
+  EXPECT_TRUE(cs::check_that_or_skip("--no-timing", "not run", false, "would not hold"));
+  EXPECT_EQ(cs::checks_run(), 2);
+  EXPECT_EQ(cs::checks_failed(), 1);
+  EXPECT_EQ(cs::checks_skipped(), 1);
+  cs::reset_checks();
+}
+
 TEST(Check, NoCheckRunIsNoPass) {
   cs::reset_checks();
   EXPECT_EQ(cs::finish(), 1);  // proved nothing and said nothing

@@ -57,6 +57,11 @@ bool check_or_skip(const std::string& skip_reason, const std::string& name, doub
                    Compare compare, double bar, const std::string& unit,
                    const std::string& why = "");
 
+/// check_that(), or check_skipped() when @p skip_reason is not empty (a yes/no fact that this run
+/// cannot show, for a reason it states). @return false only for a check that ran and failed.
+bool check_that_or_skip(const std::string& skip_reason, const std::string& name, bool passed,
+                        const std::string& detail);
+
 /// The first non-empty reason of @p reasons, or "" (to combine the reasons a check may skip).
 std::string first_reason(std::initializer_list<std::string> reasons);
 
