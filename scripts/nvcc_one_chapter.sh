@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds one chapter without CMake, with the plain nvcc line that each CUDA program's header gives
-# (not chapter 14, which adds its libraries, nor chapter 11, a libtorch program), from the root; runs the result with --help and, where a GPU is visible,
-# runs it whole with --no-timing (so a build that lacks the device code a chapter teaches fails).
+# (not chapter 14, which adds its libraries, nor chapter 11, a libtorch program), from the root;
+# runs the result with --help and, where a GPU is visible, runs it whole with --no-timing (so a
+# build that lacks the device code a chapter teaches fails).
 #
 #   scripts/nvcc_one_chapter.sh [NN_topic]     (default: 01_launch_config)
 #
