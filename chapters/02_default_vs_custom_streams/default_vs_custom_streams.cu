@@ -361,30 +361,34 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   // lasts microseconds, too short to see what the synchronization costs.
   const int blocks = int(std::min<size_t>((count + 255) / 256, 4 * setup.prop.multiProcessorCount));
   lab::KernelLog log(setup);
-  // core: seed_sync (23 lines)
-  // with torch.cuda.stream(stream): out = in * factor, then the rest of the block's work.
-  auto block = [&](cudaStream_t stream, const float* in, float* out, float factor) {
-    scale_kernel<<<blocks, 256, 0, stream>>>(in, out, factor, count);
-    spin_kernel<<<1, kSpinThreads, 0, stream>>>(log.task());
-    CS_CHECK_LAUNCH();
-  };
+  // core: seed_sync
+  // with torch.cuda.stream(s): out = in * factor, then the rest of the block's work (the spin).
+  // Both blocks in s1: the reference.
   const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    block(s1, t1, res1, 2.0f);  // both blocks in one stream: the reference
-    block(s1, t2, res2, 3.0f);
+    scale_kernel<<<blocks, 256, 0, s1>>>(t1, res1, 2.0f, count);
+    spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
+    scale_kernel<<<blocks, 256, 0, s1>>>(t2, res2, 3.0f, count);
+    spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
+    CS_CHECK_LAUNCH();
   });
   // The seed: s1.synchronize() inside the first block, s2.synchronize() inside the second.
   const cs::Stats sync_inside = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    block(s1, t1, res1, 2.0f);
+    scale_kernel<<<blocks, 256, 0, s1>>>(t1, res1, 2.0f, count);
+    spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
     CS_CHECK(cudaStreamSynchronize(s1));
-    block(s2, t2, res2, 3.0f);
+    scale_kernel<<<blocks, 256, 0, s2>>>(t2, res2, 3.0f, count);
+    spin_kernel<<<1, kSpinThreads, 0, s2>>>(log.task());
     CS_CHECK(cudaStreamSynchronize(s2));
   });
   // The fix: issue both blocks, then wait once (torch.cuda.synchronize()).
   const cs::Stats sync_once = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-    block(s1, t1, res1, 2.0f);
-    block(s2, t2, res2, 3.0f);
+    scale_kernel<<<blocks, 256, 0, s1>>>(t1, res1, 2.0f, count);
+    spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
+    scale_kernel<<<blocks, 256, 0, s2>>>(t2, res2, 3.0f, count);
+    spin_kernel<<<1, kSpinThreads, 0, s2>>>(log.task());
     CS_CHECK(cudaDeviceSynchronize());
   });
+  // end core
   std::printf(  // print(res1.shape, res2.shape): an elementwise product keeps its shape
       "  res1.shape, res2.shape: torch.Size([%d, %d]) torch.Size([%d, %d])\n", n, n, n, n);
   lab::verify_scaled("seed_res1 (t1 * 2)", res1, host_t1, 2.0f);
