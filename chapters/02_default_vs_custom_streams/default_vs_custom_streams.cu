@@ -362,8 +362,7 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   const int blocks = int(std::min<size_t>((count + 255) / 256, 4 * setup.prop.multiProcessorCount));
   lab::KernelLog log(setup);
   // core: seed_sync
-  // with torch.cuda.stream(s): out = in * factor, then the rest of the block's work (the spin).
-  // Both blocks in s1: the reference.
+  // A torch.cuda.stream(s) block: out = in * factor, then its spin. Both in s1: the reference.
   const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
     scale_kernel<<<blocks, 256, 0, s1>>>(t1, res1, 2.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
@@ -379,6 +378,7 @@ void part_seed_sync(const lab::Setup& setup, int n) {
     scale_kernel<<<blocks, 256, 0, s2>>>(t2, res2, 3.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s2>>>(log.task());
     CS_CHECK(cudaStreamSynchronize(s2));
+    CS_CHECK_LAUNCH();  // a launch error stays until read: one check covers the four launches
   });
   // The fix: issue both blocks, then wait once (torch.cuda.synchronize()).
   const cs::Stats sync_once = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
@@ -387,6 +387,7 @@ void part_seed_sync(const lab::Setup& setup, int n) {
     scale_kernel<<<blocks, 256, 0, s2>>>(t2, res2, 3.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s2>>>(log.task());
     CS_CHECK(cudaDeviceSynchronize());
+    CS_CHECK_LAUNCH();
   });
   // end core
   std::printf(  // print(res1.shape, res2.shape): an elementwise product keeps its shape
