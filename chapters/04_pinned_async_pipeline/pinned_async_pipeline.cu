@@ -189,7 +189,7 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
   CS_CHECK(cudaHostUnregister(b.pageable.data()));
 
   // A registered buffer is pinned memory: about a cudaMallocHost buffer's rate (0.97-1.00x on an
-  // H100), far above pageable memory's (0.15-0.27x of pinned there, in part 2).
+  // H100), far above pageable memory's (0.15-0.30x of pinned there, in part 2).
   lab::check_directions(run.skip, "registered_vs_pinned", cs::Compare::at_least, 0.80,
                         "registered / cudaMallocHost bandwidth: the pinned rate, not pageable's",
                         [&](int i) { return cs::ratio(registered[i].gbps, pinned[i].gbps); });
