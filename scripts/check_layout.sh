@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks that every chapter folder has what a chapter must have: a program opening with its
-# lesson comment, a README.md lesson with a title, a one-line CMakeLists.txt, and tests.
+# lesson comment and the plain nvcc line that builds it, a README.md lesson with a title, a
+# one-line CMakeLists.txt, and tests.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 problems=0
@@ -26,6 +27,15 @@ for dir in "$root"/chapters/[0-9][0-9]_*/; do
     say "$name: no CMakeLists.txt"
   fi
   [ -f "$root/tests/chapters/$name.cmake" ] || say "$name: no tests/chapters/$name.cmake"
+  # The nvcc line a CUDA program's header gives is the one nvcc_one_chapter.sh builds (chapter 14
+  # adds its libraries before -o; chapter 11 builds with CMake only).
+  source=chapters/$name/${name#[0-9][0-9]_}.cu
+  if [ -f "$root/$source" ]; then
+    libraries=""
+    [ "$number" = 14 ] && libraries=" -lcublas -lcurand -lcufft"
+    line="nvcc -std=c++17 -arch=native -Icommon/include $source common/src/*.cpp$libraries -o $name"
+    grep -qxF "//   $line" "$root/$source" || say "$name: its header's nvcc line is not '$line'"
+  fi
   # CMake splits a string at each ';': in a MATCH pattern, "a; b" would become two patterns.
   if [ -f "$root/tests/chapters/$name.cmake" ] &&
     grep -nE '"[^"]*; [^"]*"' "$root/tests/chapters/$name.cmake" >/dev/null; then

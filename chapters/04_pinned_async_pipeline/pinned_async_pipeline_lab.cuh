@@ -87,7 +87,7 @@ struct Buffers {
   std::size_t begin(int c, int chunks) const { return elements * c / chunks; }
   std::size_t size(int c, int chunks) const { return begin(c + 1, chunks) - begin(c, chunks); }
   // Exits 2 before the GPU is touched when two pinned buffers, a pageable one and the CPU
-  // reference cannot fit in host memory.
+  // reference would take more than half of host memory.
   explicit Buffers(int mib) : bytes(static_cast<std::size_t>(mib) << 20) {
     elements = bytes / sizeof(std::uint32_t);
     cs::require_fits_in_host_memory(4.0 * bytes, cs::format("--mib %d", mib));

@@ -228,7 +228,7 @@ lab::Split time_split(const std::vector<int>& devices, lab::JobData& job, int st
     double kernels = 0, all = 0;
     for (lab::Slice& s : slices)  // the whole slice, then its kernel
       s.ms.push_back(between(s, 0, 3)), kernels += between(s, 1, 2), all += s.ms.back();
-    shares.push_back(all > 0 ? kernels / all : 0);
+    shares.push_back(cs::ratio(kernels, all));
   }
   return {slices, cs::median(totals), cs::median(shares)};
 }
@@ -298,7 +298,7 @@ double peer_pair(std::array<int, 2> dev, bool timed) {
     };
     if (!timed) copy();
     const double ms = timed ? cs::time_on_stream_ms(stream[k], kWarmup, kRepeats, copy).median : 0;
-    gbps[k] = ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0;
+    gbps[k] = cs::ratio(bytes, ms * 1e6);
     CS_CHECK(cudaStreamSynchronize(stream[k]));
   }
   for (int k = 0; k < 2; ++k) {

@@ -180,7 +180,7 @@ void part_branches(lab::ForkJoin& fj, const cs::CommonOptions& common) {
   auto replay = [&] { CS_CHECK(cudaGraphLaunch(graph_exec, origin)); };
   const double streams_ms = cs::time_on_stream_ms(origin, kWarmup, kRepeats, fork_of_waits).median;
   const double graph_ms = cs::time_on_stream_ms(origin, kWarmup, kRepeats, replay).median;
-  auto at_once = [&](double ms) { return ms > 0 ? branches * branch_ms / ms : 0; };
+  auto at_once = [&](double ms) { return cs::ratio(branches * branch_ms, ms); };
   std::printf("   %d branches of %s each, from fork to join (events, median of %d):\n", branches,
               cs::format_ms(branch_ms).c_str(), kRepeats);
   std::printf("   issued into %2d streams   %9s -> %5.2f branches at once\n", branches,

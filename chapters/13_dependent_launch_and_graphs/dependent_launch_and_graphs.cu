@@ -273,8 +273,9 @@ void part_pdl(const lab::Flags& f, const cudaDeviceProp& prop, const cs::LaunchE
                         "bar needs %d us or more",
                         f.prologue_us, kMinPrologueUs)
            : ""});
-  cs::check_or_skip(skip, "pdl_prologue_overlap", lab::with_over_without(per_kernel_us[0]),
-                    cs::Compare::at_most, kPdlGainMax, "x",
+  cs::check_or_skip(skip, "pdl_prologue_overlap",
+                    cs::ratio(per_kernel_us[0][1], per_kernel_us[0][0]), cs::Compare::at_most,
+                    kPdlGainMax, "x",
                     "per kernel with PDL / without, in a stream, with a prologue");
   cs::check_that("pdl_edges_in_graph", programmatic[1] == f.chain - 1u && programmatic[0] == 0,
                  cs::format("the capture kept PDL: %zu of the chain's %d edges programmatic (%zu "
@@ -283,8 +284,8 @@ void part_pdl(const lab::Flags& f, const cudaDeviceProp& prop, const cs::LaunchE
   // Kernels of 50 us: PDL removes the gap between them (microseconds), under a tenth of each.
   constexpr double kPdlNoGainMin = 0.9;
   cs::check_or_skip(common.timing_skip_reason(), "pdl_no_gain_long_kernels",
-                    lab::with_over_without(per_kernel_us[2]), cs::Compare::at_least, kPdlNoGainMin,
-                    "x", "per kernel with PDL / without, 50 us kernels");
+                    cs::ratio(per_kernel_us[2][1], per_kernel_us[2][0]), cs::Compare::at_least,
+                    kPdlNoGainMin, "x", "per kernel with PDL / without, 50 us kernels");
 
   pdl_early_read(buf[0], buf[1], n, kBlocks, stream, f.repeats, f.fixed, env);
   for (unsigned int* p : {buf[0], buf[1], init}) CS_CHECK(cudaFree(p));
@@ -395,9 +396,9 @@ void part_graph(const lab::Flags& f, const cs::LaunchEnvironment& env,
     if (r > 0) host_ms.push_back(cs::host_now_ms() - from);
     verify();
   }
+  const double host_loop_ms = cs::median(host_ms), graph_launch_ms = cs::median(launch_ms);
   const double graph_us = cs::median(graph_ms) * 1e3 / iterations;
-  const double host_us = cs::median(host_ms) * 1e3 / iterations;
-  const double launch_us = cs::median(launch_ms) * 1e3;
+  const double host_us = host_loop_ms * 1e3 / iterations, launch_us = graph_launch_ms * 1e3;
   std::printf("%u iterations, per iteration (medians of %d runs):\n", iterations, f.repeats);
   lab::print_row("while node in one graph launch (cudaGraphSetConditional)", graph_us);
   lab::print_row("host loop: launch, copy the decision back, synchronize", host_us);
@@ -415,7 +416,7 @@ void part_graph(const lab::Flags& f, const cs::LaunchEnvironment& env,
                     "per iteration in the graph / in the host loop");
   // The host's part: one call, not a round trip per iteration (unless the launch waits).
   cs::check_or_skip(cs::first_reason({skip, cs::no_overlap_reason(env)}), "graph_loop_host_time",
-                    cs::median(launch_ms) / cs::median(host_ms), cs::Compare::at_most, 0.03, "x",
+                    graph_launch_ms / host_loop_ms, cs::Compare::at_most, 0.03, "x",
                     "host time launching the graph / in the host loop");
   CS_CHECK(cudaGraphExecDestroy(exec));
   CS_CHECK(cudaGraphDestroy(graph));

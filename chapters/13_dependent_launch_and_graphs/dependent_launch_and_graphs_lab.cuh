@@ -61,10 +61,6 @@ struct PdlCase {
   int kernels;  // in the chain
 };
 
-inline double with_over_without(const double us[2]) {
-  return us[0] > 0 ? us[1] / us[0] : 0;
-}
-
 // Part 1's per-kernel times, in us: [case][with PDL].
 inline void print_pdl(int chain, int prologue_us, int long_chain, const double us[kPdlCases][2]) {
   const std::string names[kPdlCases] = {
