@@ -15,8 +15,8 @@
 // clang-format on
 //   (the same with --default-stream per-thread for the second build)
 //
-// What to expect (default_vs_custom_streams_lab.cuh keeps the kernels' records and the seed
-// parts' CPU checks; a reader may skip it)
+// What to expect (default_vs_custom_streams_lab.cuh keeps the kernels' records, the timing helper
+// and the seed parts' CPU checks; a reader may skip it)
 //   1. concurrency: 8 kernels of 2 ms take 16 ms in stream 0, about 2 ms in 8 created streams.
 //   2. legacy: a tiny kernel in the legacy default stream between kernel A and kernel B of two
 //      blocking streams doubles their time; non-blocking streams do not wait for it.
@@ -95,15 +95,13 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
   std::vector<cudaStream_t> streams(kernels);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   lab::KernelLog log(setup);
-  // core: concurrency (9 lines): Stream 0: each kernel waits for the one before it.
-  const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  // core: concurrency (7 lines): Stream 0: each kernel waits for the one before it.
+  const cs::Stats serial = lab::time_ms(setup, [&] {
     for (int i = 0; i < kernels; ++i) spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task());
-    CS_CHECK_LAUNCH();
   });
   // One created stream per kernel: nothing orders them, so they can share the GPU.
-  const auto [issued, concurrent] = cs::time_issue_and_device_ms(setup.warmup, setup.repeats, [&] {
+  const auto [issued, concurrent] = lab::time_issue_ms(setup, [&] {
     for (cudaStream_t stream : streams) spin_kernel<<<1, kSpinThreads, 0, stream>>>(log.task());
-    CS_CHECK_LAUNCH();
   });
   const double speedup = serial.min / concurrent.min;
   std::printf("  default stream: %.2f ms, %d streams: %.2f ms (issued in %.3f ms), speedup %.2fx\n",
@@ -112,10 +110,9 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
   // Ideal: N kernels after kLaunchMs per launch, in one turn however many hardware queues they
   // share (nothing orders them; without concurrentKernels the check skips). 75% of it leaves room
   // for launch jitter and the kernels' start-up on the SMs.
-  const double issue = kernels * kLaunchMs,
-               ideal = kernels * setup.kernel_ms / (setup.kernel_ms + issue);
+  const double ideal = kernels * setup.kernel_ms / (setup.kernel_ms + kernels * kLaunchMs);
   cs::check_or_skip(setup.overlap_skip, "concurrency_speedup", speedup, kAtLeast, 0.75 * ideal, "x",
-                    lab::ideal_why(setup, ideal, kernels, 1, issue));
+                    cs::format("0.75 x ideal %.2fx: %d kernels in 1 turn", ideal, kernels));
   for (cudaStream_t stream : streams) CS_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -128,23 +125,23 @@ void part_legacy(const lab::Setup& setup) {
   CS_CHECK(cudaStreamCreateWithFlags(&non_blocking[0], cudaStreamNonBlocking));
   CS_CHECK(cudaStreamCreate(&blocking[1]));
   CS_CHECK(cudaStreamCreateWithFlags(&non_blocking[1], cudaStreamNonBlocking));
-  // Kernel A in pair[0], a kernel that lasts no time in `middle`, kernel B in pair[1].
-  auto time_pair = [&](const cudaStream_t* pair, cudaStream_t middle) {
-    return cs::time_device_ms(setup.warmup, setup.repeats, [&] {
-      spin_kernel<<<1, kSpinThreads, 0, pair[0]>>>(log.task());
-      spin_kernel<<<1, kSpinThreads, 0, middle>>>(log.task(0));
-      spin_kernel<<<1, kSpinThreads, 0, pair[1]>>>(log.task());
-      CS_CHECK_LAUNCH();
-    });
-  };
-  // Per middle stream: time_pair(blocking), then time_pair(non_blocking), and the ratio blocking /
-  // non-blocking time (under CUDA_LAUNCH_BLOCKING=1 / one kernel's: both take turns).
+  // Per middle stream: kernel A in stream [0], a kernel that lasts no time in `middle`, kernel B
+  // in stream [1], in the blocking pair and then in the non-blocking pair; the ratio of the two
+  // times (under CUDA_LAUNCH_BLOCKING=1 blocking time / one kernel's: both pairs take turns).
   auto ratio = [&](const char* name, cudaStream_t middle) {
-    const double blocking_ms = time_pair(blocking, middle).min;
-    const double free_ms = time_pair(non_blocking, middle).min;
-    const double r = blocking_ms / (setup.env.launch_blocking ? setup.kernel_ms : free_ms);
+    const cs::Stats blocked = lab::time_ms(setup, [&] {
+      spin_kernel<<<1, kSpinThreads, 0, blocking[0]>>>(log.task());
+      spin_kernel<<<1, kSpinThreads, 0, middle>>>(log.task(0));
+      spin_kernel<<<1, kSpinThreads, 0, blocking[1]>>>(log.task());
+    });
+    const cs::Stats unblocked = lab::time_ms(setup, [&] {
+      spin_kernel<<<1, kSpinThreads, 0, non_blocking[0]>>>(log.task());
+      spin_kernel<<<1, kSpinThreads, 0, middle>>>(log.task(0));
+      spin_kernel<<<1, kSpinThreads, 0, non_blocking[1]>>>(log.task());
+    });
+    const double r = blocked.min / (setup.env.launch_blocking ? setup.kernel_ms : unblocked.min);
     std::printf("  middle kernel in %s: %.2f ms blocking, %.2f ms non-blocking, %.2fx\n", name,
-                blocking_ms, free_ms, r);
+                blocked.min, unblocked.min, r);
     return r;
   };
   // The middle kernel in stream 0 as built, then in each default stream by its name.
@@ -154,20 +151,18 @@ void part_legacy(const lab::Setup& setup) {
   // end core
   log.verify("legacy_kernel");
   // Serialized: ideal 2x, 1.6 leaves 20% slack. Not serialized: ideal 1x, 1.25 for launch jitter.
-  const std::string serial_why = setup.env.launch_blocking
-                                     ? "blocking time / one kernel's: A and B take turns"
-                                     : "ideal 2x: B waits for the tiny kernel, which waits for A";
-  const std::string free_why = "ideal 1x: A and B overlap as if stream 0 were not there";
+  const char* serial_why = setup.env.launch_blocking ? "blocking time / one kernel's"
+                                                     : "blocking / non-blocking time, ideal 2x";
   if (kPerThreadBuild)
     cs::check_or_skip(setup.overlap_skip, "stream0_does_not_serialize", stream0, kAtMost, 1.25, "x",
-                      "per-thread stream 0, " + free_why);
+                      "blocking / non-blocking time, ideal 1x");
   else
     cs::check_or_skip(setup.concurrent_skip, "stream0_serializes_blocking_streams", stream0,
-                      kAtLeast, 1.6, "x", "legacy stream 0, " + serial_why);
+                      kAtLeast, 1.6, "x", serial_why);
   cs::check_or_skip(setup.concurrent_skip, "cudaStreamLegacy_serializes", legacy, kAtLeast, 1.6,
                     "x", serial_why);
   cs::check_or_skip(setup.overlap_skip, "cudaStreamPerThread_does_not_serialize", per_thread,
-                    kAtMost, 1.25, "x", free_why);
+                    kAtMost, 1.25, "x", "blocking / non-blocking time, ideal 1x");
   for (cudaStream_t s : blocking) CS_CHECK(cudaStreamDestroy(s));
   for (cudaStream_t s : non_blocking) CS_CHECK(cudaStreamDestroy(s));
 }
@@ -177,9 +172,8 @@ void part_threads(const lab::Setup& setup, int threads) {
   lab::KernelLog log(setup);
   // core: threads
   // The reference: one thread launches all kernels into its stream 0.
-  const cs::Stats one_thread = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  const cs::Stats one_thread = lab::time_ms(setup, [&] {
     for (int t = 0; t < threads; ++t) spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task());
-    CS_CHECK_LAUNCH();
   });
   // Each std::thread launches into "stream 0": its own stream only in the per-thread build. The
   // clock runs from `go` until the last thread's synchronize has returned.
@@ -226,7 +220,9 @@ void part_threads(const lab::Setup& setup, int threads) {
   const double ideal = double(threads) / turns;
   if (kPerThreadBuild)
     cs::check_or_skip(setup.timing_skip, "threads_run_concurrently", speedup, kAtLeast,
-                      0.75 * ideal, "x", lab::ideal_why(setup, ideal, threads, turns, 0.0));
+                      0.75 * ideal, "x",
+                      cs::format("0.75 x ideal %.2fx: %d kernels in %d turn%s", ideal, threads,
+                                 turns, turns == 1 ? "" : "s"));
   else
     cs::check_or_skip(setup.timing_skip, "threads_share_the_legacy_stream", speedup, kAtMost, 1.25,
                       "x", "ideal 1x: every thread's stream 0 is the one legacy stream");
@@ -245,29 +241,25 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   for (cudaStream_t& s : streams) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   lab::KernelLog log(setup);
   // One stream's A then B: what every stream would take if none waited for another.
-  const cs::Stats alone = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  const cs::Stats alone = lab::time_ms(setup, [&] {
     spin_kernel<<<1, kSpinThreads, 0, streams[0]>>>(log.task());
     spin_kernel<<<1, kSpinThreads, 0, streams[0]>>>(log.task());
-    CS_CHECK_LAUNCH();
   });
   // For comparison: kernel A alone in every stream (no kernel waits in any queue).
-  const cs::Stats single = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  const cs::Stats single = lab::time_ms(setup, [&] {
     for (cudaStream_t s : streams) spin_kernel<<<1, kSpinThreads, 0, s>>>(log.task());
-    CS_CHECK_LAUNCH();
   });
-  // core: connections (13 lines): Depth-first: all of stream 1's work, then all of stream 2's, ...
-  const auto [issued, depth] = cs::time_issue_and_device_ms(setup.warmup, setup.repeats, [&] {
+  // core: connections (11 lines): Depth-first: all of stream 1's work, then all of stream 2's, ...
+  const auto [issued, depth] = lab::time_issue_ms(setup, [&] {
     for (cudaStream_t s : streams) {
       spin_kernel<<<1, kSpinThreads, 0, s>>>(log.task());  // A
       spin_kernel<<<1, kSpinThreads, 0, s>>>(log.task());  // B, after A
     }
-    CS_CHECK_LAUNCH();
   });
   // Breadth-first: kernel A of every stream, then kernel B of every stream.
-  const cs::Stats breadth = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  const cs::Stats breadth = lab::time_ms(setup, [&] {
     for (cudaStream_t s : streams) spin_kernel<<<1, kSpinThreads, 0, s>>>(log.task());  // A
     for (cudaStream_t s : streams) spin_kernel<<<1, kSpinThreads, 0, s>>>(log.task());  // B
-    CS_CHECK_LAUNCH();
   });
   // The ideal: one stream alone, plus kLaunchMs allowed to issue each launch.
   const double ideal_ms = alone.min + 2 * stream_count * kLaunchMs;
@@ -281,18 +273,15 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   // needs 2; bar: 70% of that predicted loss. Breadth-first puts independent kernels side by
   // side: at most 10% slower than depth-first.
   const double predicted = (sharing + 1) / 2.0;
-  const std::string own =
-      cs::format("every stream has a queue of its own: %d >= %d streams", queues, stream_count);
   if (sharing == 1) {
     cs::check_or_skip(setup.overlap_skip, "depth_first_within_ideal", depth.min / ideal_ms, kAtMost,
-                      1.2, "x", own);
+                      1.2, "x", "depth-first time / ideal, a queue per stream");
     cs::check_or_skip(setup.overlap_skip, "breadth_first_within_ideal", breadth.min / ideal_ms,
-                      kAtMost, 1.2, "x", own);
+                      kAtMost, 1.2, "x", "breadth-first time / ideal, a queue per stream");
   } else {
     cs::check_or_skip(setup.overlap_skip, "false_dependencies", depth.min / alone.min, kAtLeast,
                       0.7 * predicted, "x",
-                      cs::format("depth-first / alone, 0.7 x predicted %.1fx: %d streams per queue",
-                                 predicted, sharing));
+                      cs::format("depth-first / alone, 0.7 x predicted %.1fx", predicted));
     cs::check_or_skip(setup.overlap_skip, "breadth_first_no_slower", breadth.min / depth.min,
                       kAtMost, 1.1, "x", "breadth-first time / depth-first time");
   }
@@ -302,7 +291,7 @@ void part_connections(const lab::Setup& setup, int stream_count) {
 // Part 5: the seed's torch.mm(A, A) and torch.mm(B, B) on two streams --------------------------
 void part_seed_mm(const lab::Setup& setup, int n) {
   const size_t count = size_t(n) * n, bytes = count * sizeof(float);
-  // core: seed_mm (16 lines)
+  // core: seed_mm (20 lines)
   // PyTorch creates its streams non-blocking, so stream 0 never stands between them.
   cudaStream_t s1, s2;
   CS_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
@@ -319,17 +308,19 @@ void part_seed_mm(const lab::Setup& setup, int n) {
   matmul_tiled<<<grid, block, 0, s2>>>(b, b, d, n);  // with torch.cuda.stream(s2): D = mm(B, B)
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaDeviceSynchronize());  // torch.cuda.synchronize(): wait for C and D
-  lab::verify_square("seed_mm_C", "A x A", host_a, c, n);  // against the CPU's, 1e-4 relative
-  lab::verify_square("seed_mm_D", "B x B", host_b, d, n);
-  const cs::Stats mm_one = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  // C.cpu() and D.cpu(), then each against the CPU's product, 1e-4 relative.
+  std::vector<float> host_c(count), host_d(count);
+  CS_CHECK(cudaMemcpy(host_c.data(), c, bytes, cudaMemcpyDeviceToHost));
+  CS_CHECK(cudaMemcpy(host_d.data(), d, bytes, cudaMemcpyDeviceToHost));
+  lab::verify_square("seed_mm_C", "A x A", host_a, host_c, n);
+  lab::verify_square("seed_mm_D", "B x B", host_b, host_d, n);
+  const cs::Stats mm_one = lab::time_ms(setup, [&] {
     matmul_tiled<<<grid, block, 0, s1>>>(a, a, c, n);
     matmul_tiled<<<grid, block, 0, s1>>>(b, b, d, n);
-    CS_CHECK_LAUNCH();
   });
-  const cs::Stats mm_two = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  const cs::Stats mm_two = lab::time_ms(setup, [&] {
     matmul_tiled<<<grid, block, 0, s1>>>(a, a, c, n);
     matmul_tiled<<<grid, block, 0, s2>>>(b, b, d, n);
-    CS_CHECK_LAUNCH();
   });
   const unsigned blocks = grid.x * grid.y, sms = setup.prop.multiProcessorCount;
   std::printf("  both mm in s1: %.3f ms, on s1 and s2: %.3f ms (%u blocks each on %u SMs)\n",
@@ -363,37 +354,37 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   lab::KernelLog log(setup);
   // core: seed_sync
   // A torch.cuda.stream(s) block: out = in * factor, then its spin. Both in s1: the reference.
-  const cs::Stats serial = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  const cs::Stats serial = lab::time_ms(setup, [&] {
     scale_kernel<<<blocks, 256, 0, s1>>>(t1, res1, 2.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
     scale_kernel<<<blocks, 256, 0, s1>>>(t2, res2, 3.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
-    CS_CHECK_LAUNCH();
   });
   // The seed: s1.synchronize() inside the first block, s2.synchronize() inside the second.
-  const cs::Stats sync_inside = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  const cs::Stats sync_inside = lab::time_ms(setup, [&] {
     scale_kernel<<<blocks, 256, 0, s1>>>(t1, res1, 2.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
     CS_CHECK(cudaStreamSynchronize(s1));
     scale_kernel<<<blocks, 256, 0, s2>>>(t2, res2, 3.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s2>>>(log.task());
     CS_CHECK(cudaStreamSynchronize(s2));
-    CS_CHECK_LAUNCH();  // a launch error stays until read: one check covers the four launches
   });
   // The fix: issue both blocks, then wait once (torch.cuda.synchronize()).
-  const cs::Stats sync_once = cs::time_device_ms(setup.warmup, setup.repeats, [&] {
+  const cs::Stats sync_once = lab::time_ms(setup, [&] {
     scale_kernel<<<blocks, 256, 0, s1>>>(t1, res1, 2.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s1>>>(log.task());
     scale_kernel<<<blocks, 256, 0, s2>>>(t2, res2, 3.0f, count);
     spin_kernel<<<1, kSpinThreads, 0, s2>>>(log.task());
     CS_CHECK(cudaDeviceSynchronize());
-    CS_CHECK_LAUNCH();
   });
   // end core
-  std::printf(  // print(res1.shape, res2.shape): an elementwise product keeps its shape
-      "  res1.shape, res2.shape: torch.Size([%d, %d]) torch.Size([%d, %d])\n", n, n, n, n);
-  lab::verify_scaled("seed_res1 (t1 * 2)", res1, host_t1, 2.0f);
-  lab::verify_scaled("seed_res2 (t2 * 3)", res2, host_t2, 3.0f);
+  // print(res1.shape, res2.shape): an elementwise product keeps its shape.
+  std::printf("  res1.shape, res2.shape: torch.Size([%d, %d]) torch.Size([%d, %d])\n", n, n, n, n);
+  std::vector<float> host_res1(count), host_res2(count);  // res1.cpu(), res2.cpu()
+  CS_CHECK(cudaMemcpy(host_res1.data(), res1, bytes, cudaMemcpyDeviceToHost));
+  CS_CHECK(cudaMemcpy(host_res2.data(), res2, bytes, cudaMemcpyDeviceToHost));
+  lab::verify_scaled("seed_res1 (t1 * 2)", host_res1, host_t1, 2.0f);
+  lab::verify_scaled("seed_res2 (t2 * 3)", host_res2, host_t2, 3.0f);
   log.verify("seed_kernel");
   const double inside = sync_inside.min / serial.min, once = sync_once.min / serial.min;
   std::printf("  both blocks in s1: %.2f ms, synchronize inside each: %.2f ms, once: %.2f ms\n",

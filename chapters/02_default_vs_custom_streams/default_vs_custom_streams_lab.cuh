@@ -32,7 +32,6 @@ struct Setup {
   double kernel_ms;
   int repeats_asked;  // --repeats; --no-timing: one run, no warm-up, timed checks skipped
   cudaDeviceProp prop = cs::select_device(common.device);
-  unsigned long long kernel_ns = static_cast<unsigned long long>(kernel_ms * 1e6 + 0.5);
   int warmup = common.no_timing ? 0 : 1, repeats = common.no_timing ? 1 : repeats_asked;
   // Why timed checks skip: --no-timing; a check that needs kernels at once, also without
   // concurrentKernels; one host thread overlapping streams, also under CUDA_LAUNCH_BLOCKING=1.
@@ -42,15 +41,31 @@ struct Setup {
   std::string overlap_skip = cs::first_reason({concurrent_skip, cs::no_overlap_reason(env)});
 };
 
+// One measurement (cs::time_issue_and_device_ms): `launches` once to warm up, then --repeats runs,
+// each on the host's clock until cudaDeviceSynchronize() has returned. After every run a launch
+// check: a launch error stays in cudaGetLastError() until read, and the synchronize calls do not
+// report it. .done: the runs' times; .issue: until the last call of each run had returned.
+template <class Launches>
+cs::IssueAndDone time_issue_ms(const Setup& setup, Launches&& launches) {
+  return cs::time_issue_and_device_ms(setup.warmup, setup.repeats, [&] {
+    launches();
+    CS_CHECK_LAUNCH();
+  });
+}
+template <class Launches>
+cs::Stats time_ms(const Setup& setup, Launches&& launches) {  // the same, its .done alone
+  return time_issue_ms(setup, launches).done;
+}
+
 // Where a part's spin kernels write when they ran, one record per launch (part 4 makes the most:
 // 32,742 with 128 streams and 50 repeats), and how long the host asked each launch to spin.
 struct KernelLog {
   static constexpr size_t kCapacity = 1 << 16;
-  unsigned long long kernel_ns;  // the length of a task()
+  unsigned long long kernel_ns;  // the length of a task(): --kernel-ms to the nearest ns
   std::vector<unsigned long long> asked_ns = std::vector<unsigned long long>(kCapacity);
   std::atomic<size_t> launched{0};  // part 3's host threads launch at once
   KernelRecord* records = nullptr;
-  explicit KernelLog(const Setup& setup) : kernel_ns(setup.kernel_ns) {
+  explicit KernelLog(const Setup& setup) : kernel_ns(setup.kernel_ms * 1e6 + 0.5) {
     CS_CHECK(cudaMalloc(&records, kCapacity * sizeof(KernelRecord)));
     CS_CHECK(cudaMemset(records, 0, kCapacity * sizeof(KernelRecord)));
     CS_CHECK(cudaDeviceSynchronize());  // a stream-0 memset does not order non-blocking streams
@@ -89,29 +104,22 @@ struct KernelLog {
 // Part 1's timeline, from the records of n kernels in the default stream, then in n streams
 // (every repeat of each): the last repeat of each, in ms since its first kernel started.
 inline void publish_timeline(const Setup& setup, const std::vector<KernelRecord>& rec, int n) {
-  const KernelRecord* last[2] = {&rec[rec.size() / 2 - n], &rec[rec.size() - n]};
-  unsigned long long origin[2] = {~0ull, ~0ull};
-  for (int i = 0; i < 2 * n; ++i)
-    origin[i / n] = std::min(origin[i / n], last[i / n][i % n].start_ns);
   cs::TimelineData timeline;
-  for (int i = 0; i < 2 * n; ++i) {
-    const int run = i / n, k = i % n + 1;
-    const KernelRecord& r = last[run][k - 1];
-    timeline.rows.push_back(run ? cs::format("stream %d, kernel %d", k, k)
-                                : cs::format("default stream, kernel %d", k));
-    timeline.spans.push_back({i, run ? "concurrent" : "serial", "",
-                              (r.start_ns - origin[run]) * 1e-6, (r.end_ns - origin[run]) * 1e-6});
+  for (int run = 0; run < 2; ++run) {  // 0: the default stream's, 1: the streams'
+    const KernelRecord* last = &rec[(run + 1) * rec.size() / 2 - n];
+    unsigned long long origin = last[0].start_ns;
+    for (int k = 0; k < n; ++k) origin = std::min(origin, last[k].start_ns);
+    for (int k = 0; k < n; ++k) {
+      timeline.rows.push_back(run ? cs::format("stream %d, kernel %d", k + 1, k + 1)
+                                  : cs::format("default stream, kernel %d", k + 1));
+      timeline.spans.push_back({run * n + k, run ? "concurrent" : "serial", "",
+                                (last[k].start_ns - origin) * 1e-6,
+                                (last[k].end_ns - origin) * 1e-6});
+    }
   }
   const char* title =
       "Timeline: the default stream runs them in turn; %d streams run them together";
   cs::publish_timeline(timeline, setup.common, cs::format(title, n));
-}
-
-// The words beside a bar of 0.75 x the ideal speedup of n kernels in `turns` (parts 1 and 3).
-inline std::string ideal_why(const Setup& setup, double ideal, int n, int turns, double issue_ms) {
-  const int q = setup.env.max_connections;  // hardware queues
-  return cs::format("0.75 x ideal %.2fx: %d kernels in %d turn%s on %d queue%s, %.3f ms to issue",
-                    ideal, n, turns, turns == 1 ? "" : "s", q, q == 1 ? "" : "s", issue_ms);
 }
 
 // `count` values like torch.rand (uniform in [0, 1)) or torch.randn (normal), fixed seed.
@@ -124,31 +132,26 @@ inline std::vector<float> random_values(size_t count, unsigned seed, bool normal
   return values;
 }
 
-// Checks the n x n product m x m on the device against the CPU's in double precision: every
-// entry of a small matrix, else 4096 (the corners, then entries picked at random). Float sums of
-// n products against a double reference: 1e-4 relative.
+// Checks `product`, the n x n product m x m, against the CPU's in double precision: every entry
+// of a small matrix, else 4096 spread evenly over it, both corners included. Float sums of n
+// products against a double reference: 1e-4 relative.
 inline void verify_square(const char* name, const char* of, const std::vector<float>& m,
-                          const float* device_product, size_t n) {
-  std::vector<float> product(m.size());
-  CS_CHECK(cudaMemcpy(product.data(), device_product, m.size() * 4, cudaMemcpyDeviceToHost));
+                          const std::vector<float>& product, size_t n) {
   const size_t count = m.size(), samples = count <= 65536 ? count : 4096;
-  std::mt19937 picker(1);
-  std::uniform_int_distribution<size_t> any(0, count - 1);
   std::vector<double> got, want(samples);
   for (size_t s = 0; s < samples; ++s) {
-    const size_t i = samples == count ? s : s == 0 ? 0 : s == 1 ? count - 1 : any(picker);
+    const size_t i = s * (count - 1) / (samples - 1);  // s itself when every entry is checked
     for (size_t k = 0; k < n; ++k) want[s] += double(m[i / n * n + k]) * m[k * n + i % n];
     got.push_back(product[i]);
   }
   cs::verify(cs::format("%s (%zu entries of %s)", name, samples, of), got, want, 1e-4);
 }
 
-// Checks `device_out` against host_in * factor, element by element.
-inline void verify_scaled(const char* name, const float* device_out,
-                          const std::vector<float>& host_in, float factor) {
-  std::vector<float> got(host_in.size()), want(host_in.size());
-  CS_CHECK(cudaMemcpy(got.data(), device_out, got.size() * 4, cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < host_in.size(); ++i) want[i] = host_in[i] * factor;
+// Checks `got` against in * factor, element by element.
+inline void verify_scaled(const char* name, const std::vector<float>& got,
+                          const std::vector<float>& in, float factor) {
+  std::vector<float> want(in.size());
+  for (size_t i = 0; i < in.size(); ++i) want[i] = in[i] * factor;
   cs::verify(name, got, want);
 }
 
