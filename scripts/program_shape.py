@@ -43,7 +43,6 @@ HEADER_MAX = 200
 READING_ALLOWANCES = {
     "02_default_vs_custom_streams": (500, 0.188, 200),
     "04_pinned_async_pipeline": (500, 0.148, 200),
-    "11_pytorch_streams": (523, 0.145, 200),
 }
 RATCHET_SLACK_LINES = 10  # an allowance this far above what a chapter reads is out of date
 RATCHET_SLACK_SHARE = 0.01

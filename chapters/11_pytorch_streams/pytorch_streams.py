@@ -69,20 +69,17 @@ def close_to(got, want, tolerance):
     return abs(got - want) <= tolerance * max(1.0, abs(want))
 
 
-def race_skip_reason(shown, outcome, what_blocking_did, no_timing):
+def race_skip_reason(shown, no_timing):
     """Why a "race shown" check of a broken example is skipped, or "" when it is made (as the C++
-    program's lab::race_skip_reason): --no-timing; where the race was not lost,
-    CUDA_LAUNCH_BLOCKING=1 or one hardware queue (kernels start in issue order there, then run
-    side by side: the outcome is up to timing)."""
+    program's lab::race_skip_reason): --no-timing, or a race not lost under CUDA_LAUNCH_BLOCKING=1
+    or in one hardware queue (the lesson says why)."""
     if no_timing:
-        return f"--no-timing: whether {outcome} depends on timing"
-    if shown or not (LAUNCH_BLOCKING or ONE_QUEUE):
+        return "--no-timing: whether the race is lost depends on timing"
+    if shown:
         return ""
     if LAUNCH_BLOCKING:
-        return (f"CUDA_LAUNCH_BLOCKING=1: {what_blocking_did}, so the missing wait did no harm: "
-                "launch blocking hides this race")
-    return ("CUDA_DEVICE_MAX_CONNECTIONS=1: in the one hardware queue the kernels start in issue "
-            f"order and then run side by side, so whether {outcome} is up to timing")
+        return "CUDA_LAUNCH_BLOCKING=1: launch blocking hides this race"
+    return "CUDA_DEVICE_MAX_CONNECTIONS=1: the race is up to timing" if ONE_QUEUE else ""
 
 
 def verify(name, got, want, tolerance=0.0):
@@ -262,21 +259,15 @@ def two_stream_seed(torch, args, spinner):
 
     seed_ms = median_ms(seed_version)
     fixed_ms = median_ms(fixed_version)
-    print(f"  each block spins {args.spin_ms} ms before its multiply (median of {args.repeats} runs):")
-    print(f"    synchronize() inside each block (the seed) {seed_ms:8.2f} ms")
-    print(f"    synchronize() once after both blocks       {fixed_ms:8.2f} ms")
+    print(f"  seed {seed_ms:.2f} ms, fixed {fixed_ms:.2f} ms (median of {args.repeats} runs, "
+          f"{args.spin_ms} ms spins)")
     if LAUNCH_BLOCKING:
-        print("  Under CUDA_LAUNCH_BLOCKING=1 each launch returned only after its spin, so the host\n"
-              "  issued stream2's block only after stream1's had finished: the fix serialized too.")
         check_skipped("seed_sync_serializes", "CUDA_LAUNCH_BLOCKING=1: each kernel launch returns only "
                       "when its kernel is done, so kernels issued from one thread cannot overlap")
         return
     if ONE_QUEUE:
-        print("  With one hardware queue stream1's multiply waits for its spin at the head of the\n"
-              "  queue and holds stream2's spin behind it: the fix serialized too.")
         check_skipped("seed_sync_serializes", "CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits "
-                      "for its spin at the head of the one hardware queue and holds stream2's spin "
-                      "behind it, so the fix serializes too")
+                      "for its spin in the one queue")
         return
     check_at_least("seed_sync_serializes", seed_ms / max(fixed_ms, 1e-6), SERIALIZATION_RATIO, "x",
                    "seed time / fixed time; ~2x for two equal spins that could overlap")
@@ -325,14 +316,10 @@ def broken_normal_sum(torch, args, spinner):
     print(f"  seed (no wait):         sum() = {got:12.4f}, sum of A = {want:12.4f}")
     print(f"  fixed (s.wait_stream):  sum() = {fixed_got:12.4f}, sum of A = {fixed_want:12.4f}")
     broken_is_wrong = not close_to(got, want, SUM_TOLERANCE)
-    if not broken_is_wrong:
-        what = "sum() matched A: the race was not lost this time"
-    elif close_to(got, stale, SUM_TOLERANCE):
-        what = f"sum() read A before normal_() wrote it: it returned {got:.1f}, the sum of the ones A held before"
-    else:
-        what = f"sum() returned {got:.4f} instead of {want:.4f}: it read A while normal_() was writing it"
-    skip = race_skip_reason(broken_is_wrong, "the race is lost",
-                            "normal_() had finished before sum() was issued", args.no_timing)
+    how = ("matched A" if not broken_is_wrong else "read A before normal_()"
+           if close_to(got, stale, SUM_TOLERANCE) else "raced normal_()")
+    what = f"sum() {how}: it returned {got:.1f}, A's sum is {want:.4f}"
+    skip = race_skip_reason(broken_is_wrong, args.no_timing)
     if skip:
         print(f"  seed: {what}")
         check_skipped("seed_normal_sum_race_shown", skip)
@@ -376,15 +363,10 @@ def record_stream_hazard(torch, args, spinner):
     print(f"  with record_stream:    next tensor got A's memory: {'yes' if fixed_reused else 'no':3}"
           f"  sum() = {fixed_got:.0f} (want {fixed_want:.0f})")
     broken_is_wrong = not close_to(got, want, SUM_TOLERANCE)
-    if broken_is_wrong:
-        what = (f"the allocator gave A's block to the next tensor at once; its fill_(7) ran before "
-                f"the slow sum(), which returned {got:.0f} instead of {want:.0f}")
-    elif reused:
-        what = "A's block was reused, but sum() had read it first this time"
-    else:
-        what = "the allocator did not hand A's block out again, so nothing overwrote it"
-    skip = race_skip_reason(broken_is_wrong, "the overwrite wins",
-                            "sum() had finished before A was freed", args.no_timing)
+    how = ("the allocator gave A's block to the next tensor at once" if reused
+           else "the next tensor got other memory")
+    what = f"{how}; sum() returned {got:.0f}, want {want:.0f}"
+    skip = race_skip_reason(broken_is_wrong, args.no_timing)
     if skip:
         print(f"  without record_stream: {what}")
         check_skipped("seed_free_without_record_stream_shown", skip)
@@ -394,13 +376,11 @@ def record_stream_hazard(torch, args, spinner):
     # if sum() was still queued when A was freed. Where it had finished (always under
     # CUDA_LAUNCH_BLOCKING=1) the allocator may hand the block out at once, and rightly does.
     if not reader_busy:
-        done = ("sum() on the side stream had finished before A was freed, so the allocator could "
-                "hand A's block out again at once: record_stream had nothing to wait for")
+        done = "sum() on the side stream had finished before A was freed"
         check_skipped("fixed_record_stream", f"CUDA_LAUNCH_BLOCKING=1: {done}" if LAUNCH_BLOCKING else done)
         return
     check_that("fixed_record_stream", not fixed_reused and close_to(fixed_got, fixed_want, SUM_TOLERANCE),
-               "after A.record_stream(side) the allocator kept A's block until side was done; "
-               f"sum() = {fixed_got:.0f}")
+               f"after A.record_stream(side) A's block waited for side: sum() = {fixed_got:.0f}")
 
 
 def priority_table(torch):
