@@ -128,7 +128,6 @@ chapter_test(NAME env.launch_blocking LABELS gpu timing ENV CUDA_LAUNCH_BLOCKING
                    "CHECK pinned_async_call_returns_h2d: .* PASS"
                    "CHECK registered_async_call_returns_h2d: .* PASS"
                    "CHECK bound_depth_first: skipped \\(CUDA_LAUNCH_BLOCKING=1"
-                   "CHECK bound_holds: [0-9.]+x >= 0.95x .* PASS"
                    "depth-first takes [0-9.]+x and breadth-first [0-9.]+x of the serial time"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
@@ -138,7 +137,7 @@ chapter_test(NAME env.one_connection LABELS gpu timing ENV CUDA_DEVICE_MAX_CONNE
              ARGS --repeats 3
              MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "CHECK bound_depth_first: [0-9.]+x <= 1.40x .* PASS"
-                   "CHECK chunks_bound_holds: [0-9.]+x >= 0.95x .* PASS"
+                   "CHECK chunks_bound_holds: skipped \\(CUDA_DEVICE_MAX_CONNECTIONS=1"
                    "CHECK bound_breadth_first: [0-9.]+x <= 1.40x .* PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
@@ -186,7 +185,7 @@ chapter_test(NAME extremes.min LABELS gpu ARGS --mib 1 --chunks 1 --streams 1 --
 chapter_test(NAME extremes.max LABELS gpu timing
              ARGS --part pipeline --mib 64 --streams 64
              MATCH "only 32 of the 64 streams get a chunk"
-                   "CHECK bound_holds: [0-9.]+x >= 0.95x .* PASS"
+                   "CHECK bound_holds: skipped \\(64 streams on [0-9]+ copy engines"
                    "CHECK bound_depth_first: .* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME extremes.repeats_max LABELS gpu timing ARGS --part pipeline --mib 32 --repeats 100
