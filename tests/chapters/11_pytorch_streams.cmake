@@ -24,7 +24,7 @@ set(chapter11_results
 set(chapter11_timed
     "torch.Size\\(\\[1000, 1000\\]\\) torch.Size\\(\\[1000, 1000\\]\\)"
     "CHECK seed_sync_serializes: [0-9.]+x >= 1.50x .* PASS"
-    "CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\) wrote it.* PASS"
+    "CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\): it returned.* PASS"
     "CHECK seed_free_without_record_stream_shown: the allocator gave A's block to the next tensor at once.* PASS"
     "CHECK graph_replay_speedup: [0-9.]+x >= 1.50x .* PASS")
 # Each part's heading and its checks (--part NAME); the C++ and the Python print the same lines.
@@ -35,7 +35,7 @@ set(chapter11_parts
     "seeds|2|tensor\\(\\[6, 6, 6, 6, 6\\], device='cuda:[0-9]+'\\)|tensor\\(\\[5, 8, 9, 8, 5\\], device='cuda:[0-9]+'\\)"
     "serialize|3|CHECK seed_res1_equals_t1_times_2: 0 of|CHECK seed_sync_serializes: skipped \\(--no-timing was given\\)"
     "matmul|4|CHECK seed_C_equals_A_mm_A: 0 of|CHECK seed_D_equals_B_mm_B: 0 of"
-    "race|5|CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\) wrote it.* PASS|CHECK fixed_normal_sum: .* PASS"
+    "race|5|CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\): it returned.* PASS|CHECK fixed_normal_sum: .* PASS"
     "record|6|CHECK seed_free_without_record_stream_shown: the allocator gave A's block.* PASS|CHECK fixed_record_stream: .* PASS"
     "priorities|7|CHECK priority_mapping: .* PASS|cudaStreamGetPriority"
     "devices|8|CHECK tensors_on_current_device: .* PASS|CHECK seed_z_equals_x_plus_y: 0 of 2 values differ"
@@ -142,7 +142,7 @@ if(TARGET ${CHAPTER})
                MATCH "CHECK seed_C_equals_A_mm_A: 0 of 256 values differ" ${chapter11_results}
                NO_MATCH "FAIL")
   chapter_test(NAME extremes.spin_ms_max LABELS gpu ARGS --part race --spin-ms 1000
-               MATCH "CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\) wrote it.* PASS"
+               MATCH "CHECK seed_normal_sum_race_shown: sum\\(\\) read A before normal_\\(\\): it returned.* PASS"
                      "CHECK fixed_normal_sum: .* PASS" "All [1-9][0-9]* checks passed"
                NO_MATCH "FAIL")
   chapter_test(NAME extremes.repeats_max LABELS gpu timing ARGS --part serialize --repeats 100
