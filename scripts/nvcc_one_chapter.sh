@@ -25,7 +25,8 @@ fi
 # The header's nvcc line must be the command built below, word for word: that is the line a
 # reader copies. It names the architecture: without -arch nvcc builds for its default (sm_75 with
 # PTX), and a chapter whose device calls need a newer GPU compiles them out.
-line="nvcc -std=c++17 -arch=native -Icommon/include $source common/src/*.cpp -o $chapter"
+build="nvcc -std=c++17 -arch=native -Icommon/include $source common/src/*.cpp"
+line="$build -o $chapter"
 header_line=$(grep -m1 -E '^//[[:space:]]+nvcc ' "$source" | sed -E 's#^//[[:space:]]+##' || true)
 if [ "$header_line" != "$line" ]; then
   echo "FAIL: $source's nvcc line is not the one this script builds with"
@@ -36,8 +37,9 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "$line"
-if ! nvcc -std=c++17 -arch=native -Icommon/include "$source" common/src/*.cpp -o "$out/$chapter" \
-    2>"$out/log"; then
+# The same words, split and globbed by the shell as a reader's would be; only the output moves.
+# shellcheck disable=SC2086
+if ! $build -o "$out/$chapter" 2>"$out/log"; then
   cat "$out/log"
   echo "FAIL: the nvcc line did not build $chapter"
   exit 1

@@ -153,16 +153,17 @@ void part_legacy(const lab::Setup& setup) {
   // Serialized: ideal 2x, 1.6 leaves 20% slack. Not serialized: ideal 1x, 1.25 for launch jitter.
   const char* serial_why = setup.env.launch_blocking ? "blocking time / one kernel's"
                                                      : "blocking / non-blocking time, ideal 2x";
+  const char* free_why = "blocking / non-blocking time, ideal 1x";
   if (kPerThreadBuild)
     cs::check_or_skip(setup.overlap_skip, "stream0_does_not_serialize", stream0, kAtMost, 1.25, "x",
-                      "blocking / non-blocking time, ideal 1x");
+                      free_why);
   else
     cs::check_or_skip(setup.concurrent_skip, "stream0_serializes_blocking_streams", stream0,
                       kAtLeast, 1.6, "x", serial_why);
   cs::check_or_skip(setup.concurrent_skip, "cudaStreamLegacy_serializes", legacy, kAtLeast, 1.6,
                     "x", serial_why);
   cs::check_or_skip(setup.overlap_skip, "cudaStreamPerThread_does_not_serialize", per_thread,
-                    kAtMost, 1.25, "x", "blocking / non-blocking time, ideal 1x");
+                    kAtMost, 1.25, "x", free_why);
   for (cudaStream_t s : blocking) CS_CHECK(cudaStreamDestroy(s));
   for (cudaStream_t s : non_blocking) CS_CHECK(cudaStreamDestroy(s));
 }

@@ -1,7 +1,7 @@
 // Chapter 02's measurement machinery: not the lesson, and a reader may skip this file. KernelLog
 // keeps where the spin kernels write when they ran (part 1's timeline is drawn from those records,
-// so drawing it adds no work to the streams); then the words of the concurrency bars and the seed
-// parts' inputs and CPU checks. This header is compiled into the program, so in the per-thread
+// so drawing it adds no work to the streams); then the timing helper and the seed parts' inputs
+// and CPU checks. This header is compiled into the program, so in the per-thread
 // build a 0 stream here is the calling thread's default stream too.
 #pragma once
 
@@ -41,10 +41,11 @@ struct Setup {
   std::string overlap_skip = cs::first_reason({concurrent_skip, cs::no_overlap_reason(env)});
 };
 
-// One measurement (cs::time_issue_and_device_ms): `launches` once to warm up, then --repeats runs,
-// each on the host's clock until cudaDeviceSynchronize() has returned. After every run a launch
-// check: a launch error stays in cudaGetLastError() until read, and the synchronize calls do not
-// report it. .done: the runs' times; .issue: until the last call of each run had returned.
+// One measurement (cs::time_issue_and_device_ms): setup.warmup runs (none under --no-timing), then
+// setup.repeats, each on the host's clock until cudaDeviceSynchronize() has returned. After every
+// run a launch check: a launch error stays in cudaGetLastError() until read, and the synchronize
+// calls do not report it. .done: the runs' times; .issue: until the last call of each run had
+// returned.
 template <class Launches>
 cs::IssueAndDone time_issue_ms(const Setup& setup, Launches&& launches) {
   return cs::time_issue_and_device_ms(setup.warmup, setup.repeats, [&] {
@@ -133,14 +134,16 @@ inline std::vector<float> random_values(size_t count, unsigned seed, bool normal
 }
 
 // Checks `product`, the n x n product m x m, against the CPU's in double precision: every entry
-// of a small matrix, else 4096 spread evenly over it, both corners included. Float sums of n
-// products against a double reference: 1e-4 relative.
+// of a small matrix, else 4096: entry s * 2654435761 mod n * n (a prime past n * n, so no entry
+// twice, spread over rows and columns; an even stride can fall on the diagonal alone, which a
+// transposed product also gets right), the last entry last. Float sums of n products against a
+// double reference: 1e-4 relative.
 inline void verify_square(const char* name, const char* of, const std::vector<float>& m,
                           const std::vector<float>& product, size_t n) {
   const size_t count = m.size(), samples = count <= 65536 ? count : 4096;
   std::vector<double> got, want(samples);
   for (size_t s = 0; s < samples; ++s) {
-    const size_t i = s * (count - 1) / (samples - 1);  // s itself when every entry is checked
+    const size_t i = samples == count ? s : s + 1 == samples ? count - 1 : s * 2654435761u % count;
     for (size_t k = 0; k < n; ++k) want[s] += double(m[i / n * n + k]) * m[k * n + i % n];
     got.push_back(product[i]);
   }

@@ -268,7 +268,8 @@ void part_record(int64_t spin, const cs::LaunchEnvironment& env, const cs::Commo
   cs::check_that_or_skip(
       reader_busy ? "" : (env.launch_blocking ? "CUDA_LAUNCH_BLOCKING=1: " : "") + done,
       "fixed_record_stream", !reused && lab::close_to(got, want, kSumTolerance),
-      cs::format("after A.record_stream(side) A's block waited for side: sum() = %.0f", got));
+      cs::format("after A.record_stream(side) A's block %s: sum() = %.0f",
+                 reused ? "went to the next tensor at once" : "waited for side", got));
 }
 
 // Part 7: torch.cuda.Stream(priority=p): how PyTorch's argument maps onto the device's range

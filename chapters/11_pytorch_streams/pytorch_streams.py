@@ -380,7 +380,9 @@ def record_stream_hazard(torch, args, spinner):
         check_skipped("fixed_record_stream", f"CUDA_LAUNCH_BLOCKING=1: {done}" if LAUNCH_BLOCKING else done)
         return
     check_that("fixed_record_stream", not fixed_reused and close_to(fixed_got, fixed_want, SUM_TOLERANCE),
-               f"after A.record_stream(side) A's block waited for side: sum() = {fixed_got:.0f}")
+               f"after A.record_stream(side) A's block "
+               f"{'went to the next tensor at once' if fixed_reused else 'waited for side'}: "
+               f"sum() = {fixed_got:.0f}")
 
 
 def priority_table(torch):
