@@ -42,7 +42,7 @@ HEADER_MAX = 200
 # only ratchets down). A chapter that meets every target has no line.
 READING_ALLOWANCES = {
     "02_default_vs_custom_streams": (500, 0.188, 200),
-    "04_pinned_async_pipeline": (585, 0.181, 327),
+    "04_pinned_async_pipeline": (580, 0.182, 322),
 }
 RATCHET_SLACK_LINES = 10  # an allowance this far above what a chapter reads is out of date
 RATCHET_SLACK_SHARE = 0.01

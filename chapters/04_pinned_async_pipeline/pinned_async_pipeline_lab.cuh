@@ -1,6 +1,5 @@
-// Chapter 04's run, which a reader may skip: the flags and why checks skip, the buffers and the
-// CPU's reference, the bound (the lesson's part 4 explains it), part chunks' figures and chart,
-// and last the measurements the bound is computed from.
+// Chapter 04's run, which a reader may skip: flags and skip reasons, buffers, the CPU's reference,
+// the bound and part chunks' sweep (the lesson's part 4), and the measurements behind the bound.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -40,8 +39,7 @@ inline std::vector<std::uint32_t> expected_output(std::size_t elements, int iter
   return want;
 }
 
-// The flags, asyncEngineCount, and why checks skip: the timed ones (skip), those that need streams
-// to overlap, chunks_bound_holds and bound_holds (the lesson's part 4 says why).
+// The flags, asyncEngineCount, and why checks skip (bound_holds and chunks_bound_holds: part 4).
 struct Run {
   int mib = 256, chunks = 32, streams = 4, repeats = 5, engines = 0;
   cs::CommonOptions common;
@@ -102,12 +100,11 @@ void check_directions(const std::string& skip, const std::string& name, cs::Comp
     cs::check_or_skip(skip, name + (i == 0 ? "_h2d" : "_d2h"), value(i), compare, bar, "x", why);
 }
 
-// What parts pipeline and chunks measure before they run the pipeline: the kernel's multiply-adds
-// per element (64 when nothing is timed), one chunk's copy inside the pipeline, one plain
-// cudaMemcpy of all the bytes ([0] H2D, [1] D2H), the fixed cost of one operation (the host's
-// time inside one cudaMemcpyAsync and inside one launch, and what one copy costs on the GPU beyond
-// its bytes / bandwidth), and the stage totals of a C-chunk pipeline: alone[0] H2D, [1] kernel,
-// [2] D2H, each alone in one stream; both[0] H2D and both[1] D2H with both directions at once.
+// Measured before the pipeline runs: the kernel's multiply-adds per element (64 untimed), one
+// chunk's copy inside it, a plain cudaMemcpy ([0] H2D, [1] D2H), the fixed costs (host: one copy
+// call, one launch; GPU: one copy beyond bytes / rate), and the stage totals at C chunks: alone[0]
+// H2D, [1] kernel, [2] D2H, each alone in one stream; both[0] H2D, [1] D2H, both directions at
+// once.
 struct Model {
   int iterations = 64;
   double copy_pace_ms = 0, plain_ms[2] = {}, host_copy_ms = 0, host_launch_ms = 0, gpu_copy_ms = 0;
@@ -115,8 +112,8 @@ struct Model {
 };
 
 // The least time the pipeline can take at C chunks over S streams, from the stages measured
-// without it: the largest of the engines', streams' and host's limits; the floor leaves the bus
-// out.
+// without it: the largest of the engines', streams' and host's limits; the floor leaves out the
+// bus.
 struct Bound {
   double engines_ms = 0, streams_ms = 0, host_ms = 0, floor_ms = 0;
   double ms() const { return std::max({engines_ms, streams_ms, host_ms}); }
@@ -174,10 +171,8 @@ struct Sweep {
   }
 };
 
-// The measurements without the pipeline (the lesson's part 4 says what they are): each stage's
-// time alone, both copy directions at once, the kernel's calibration, and the fixed cost of one
-// operation; Model holds them, Bound uses them. Each stage time is the fastest of its runs: a busy
-// host only lengthens a run, and a bound built from a lengthened stage is no lower bound.
+// The measurements for Model (part 4 says what they are). Each stage time is the fastest of its
+// runs: a busy host only lengthens a run, and a bound from a lengthened stage is no lower bound.
 
 // Every chunk's `stage` (0 H2D, 1 kernel, 2 D2H) in one stream: that stage's total time alone.
 inline double stage_alone_ms(const Buffers& b, int C, int stage, int iterations, cudaStream_t on,
