@@ -37,7 +37,13 @@ right after the heading:
 --write puts each excerpt into its part section (replacing the one there, or inserting it right
 after the heading). --check (the default; the repo.core_excerpts test) exits 1 when a part
 section has no core, an excerpt differs from the source, a core names no part, or a marker is
-malformed.
+malformed, and when a core breaks the rule of docs/writing_a_chapter.md: an excerpt (counted as
+the lesson shows it) of fewer than 5 or more than 25 lines, or one without a taught call. A taught
+call is a code line (not only a comment) that scripts/program_shape.py counts as taught: one that
+matches the reading path's READING_TAUGHT (`cudaX(`, `cuX(`, `<<<`, `__global__`, at::cuda and
+c10::cuda, torch.cuda, wait_stream/record_stream, graphs), or its CALL (the CUDA libraries' calls
+on a stream: cuBLAS, cuRAND, cuFFT, Thrust, CUB), or in a .cpp program its TORCH_CALL (PyTorch's
+stream calls: `.synchronize()`, CUDAStreamGuard...). --write reports those too, after writing.
 
 --headings (the repo.part_headings test) exits 1 when a lesson's `## Part N: NAME: TITLE`
 headings are not, in order, the parts that the program declares in `cs::Parts` and prints as
@@ -48,6 +54,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from program_shape import CALL, READING_TAUGHT, TORCH_CALL  # noqa: E402 (the taught calls)
+
 START = re.compile(r"^\s*// core: ([a-z0-9][a-z0-9_-]*)(?: \((\d+) lines?\))?(?:: (.*))?$")
 TRAILING = re.compile(r"^(\s*\S.*?)\s*// core: ([a-z0-9][a-z0-9_-]*) \((\d+) lines?\)$")
 END = re.compile(r"^\s*// end core\s*$")
@@ -55,6 +64,7 @@ ANY_MARKER = re.compile(r"//\s*(core:|end core)")
 PART_HEADING = re.compile(r"^## Part (\d+): ([a-z0-9_-]+): (.*?)(?:\s*\{#[^}]*\})?\s*$")
 README_START = re.compile(r"^<!-- core: ([a-z0-9][a-z0-9_-]*) -->$")
 README_END = "<!-- end core -->"
+CORE_MIN_LINES, CORE_MAX_LINES = 5, 25  # docs/writing_a_chapter.md, "Cores"
 
 
 def program_of(chapter):
@@ -127,6 +137,31 @@ def extract(path):
         cores[name] = excerpt
         i = stop
     return cores, problems
+
+
+def taught_lines(excerpt, torch=False):
+    """The excerpt's lines that hold a taught call: code lines (not only a comment) that
+    scripts/program_shape.py counts as taught (READING_TAUGHT or CALL; TORCH_CALL where @p torch,
+    a .cpp program on the PyTorch C++ API)."""
+    patterns = [READING_TAUGHT, CALL] + ([TORCH_CALL] if torch else [])
+    return [l for l in excerpt if l.strip() and not l.lstrip().startswith(("//", "/*", "*"))
+            and any(p.search(l) for p in patterns)]
+
+
+def rule_problems(chapter, program, cores):
+    """The cores of @p chapter that break the rule: 5 to 25 lines, at least one taught call."""
+    problems = []
+    where = os.path.basename(chapter.rstrip("/"))
+    for name, excerpt in cores.items():
+        size = len(excerpt)
+        if size < CORE_MIN_LINES or size > CORE_MAX_LINES:
+            problems.append(f"{where}: part {name}: the core is {size} lines (a core is "
+                            f"{CORE_MIN_LINES} to {CORE_MAX_LINES}): move its markers")
+        if not taught_lines(excerpt, program.endswith(".cpp")):
+            problems.append(f"{where}: part {name}: the core has no taught call (a CUDA call, "
+                            f"kernel or launch, or a CUDA library's or PyTorch's stream call): "
+                            f"mark the lines of the calls the part teaches")
+    return problems
 
 
 def block(name, excerpt):
@@ -202,7 +237,7 @@ def sync(chapter, write):
     if write:
         with open(readme_path, "w", encoding="utf-8") as out:
             out.write("\n".join(lines))
-    return problems
+    return problems + rule_problems(chapter, program, cores)
 
 
 def declared_parts(program):

@@ -139,6 +139,7 @@ void part_legacy(const lab::Setup& setup) {
       spin_kernel<<<1, kSpinThreads, 0, middle>>>(log.task(0));
       spin_kernel<<<1, kSpinThreads, 0, non_blocking[1]>>>(log.task());
     });
+    // end core
     const double r = blocked.min / (setup.env.launch_blocking ? setup.kernel_ms : unblocked.min);
     std::printf("  middle kernel in %s: %.2f ms blocking, %.2f ms non-blocking, %.2fx\n", name,
                 blocked.min, unblocked.min, r);
@@ -148,7 +149,6 @@ void part_legacy(const lab::Setup& setup) {
   const double stream0 = ratio("0", 0);
   const double legacy = ratio("cudaStreamLegacy", cudaStreamLegacy);
   const double per_thread = ratio("cudaStreamPerThread", cudaStreamPerThread);
-  // end core
   log.verify("legacy_kernel");
   // Serialized: ideal 2x, 1.6 leaves 20% slack. Not serialized: ideal 1x, 1.25 for launch jitter.
   const char* serial_why = setup.env.launch_blocking ? "blocking time / one kernel's"
@@ -171,7 +171,6 @@ void part_legacy(const lab::Setup& setup) {
 // Part 3: host threads, each launching into its stream 0 ---------------------------------------
 void part_threads(const lab::Setup& setup, int threads) {
   lab::KernelLog log(setup);
-  // core: threads
   // The reference: one thread launches all kernels into its stream 0.
   const cs::Stats one_thread = lab::time_ms(setup, [&] {
     for (int t = 0; t < threads; ++t) spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task());
@@ -182,6 +181,7 @@ void part_threads(const lab::Setup& setup, int threads) {
   for (int round = 0; round < setup.warmup + setup.repeats; ++round) {
     std::atomic<int> ready{0}, go{0}, done{0};
     std::vector<std::thread> pool;
+    // core: threads
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&] {
         CS_CHECK(cudaSetDevice(setup.common.device));  // the current device is the thread's
@@ -197,6 +197,7 @@ void part_threads(const lab::Setup& setup, int threads) {
         CS_CHECK(cudaStreamSynchronize(0));
         done.fetch_add(1);
       });
+    // end core
     while (ready.load() < threads) std::this_thread::yield();
     const double begin = cs::host_now_ms();
     go.store(1);
@@ -204,7 +205,6 @@ void part_threads(const lab::Setup& setup, int threads) {
     if (round >= setup.warmup) samples.push_back(cs::host_now_ms() - begin);
     for (std::thread& thread : pool) thread.join();
   }
-  // end core
   // Fastest rounds: a thread the OS wakes late only adds time; kernels in turns never beat 1x.
   const double many_ms = cs::summarize(samples).min, speedup = one_thread.min / many_ms;
   std::printf("  fastest round: 1 thread %.2f ms, %d threads %.2f ms, speedup %.2fx\n",

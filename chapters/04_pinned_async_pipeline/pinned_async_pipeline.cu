@@ -337,6 +337,7 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
                           const double copies = m.plain_ms[i] + C * m.gpu_copy_ms;
                           return cs::ratio(std::max(C * m.host_copy_ms, copies), m.alone[2 * i]);
                         });
+  // core: chunks
   // The same pipeline at 1, 2, 4, ... 1024 chunks: stages, serial and depth-first time, bound.
   for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   cudaStream_t pair[2];  // the copies of both directions at once: two streams created together
@@ -352,7 +353,6 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
     if (run.measure()) {
       const lab::Model st =
           lab::measure_stages(m, b, C, pair[0], pair[1], run.engines, repeats, true);
-      // core: chunks
       const double serial = fastest_ms([&] { issue(b, streams, C, kSerial, m.iterations); });
       clear_outputs(b);  // what chunks_results checks is the depth-first runs' output alone
       const double ms =

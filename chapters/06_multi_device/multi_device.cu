@@ -193,7 +193,7 @@ void part_foreign_stream(const Context& ctx) {
 // A slice per device, each with its stream, buffers and events made there; then the runs, each
 // issued to every device before it waits for any: kWarmup warm-up runs (r < 0), then the timed.
 lab::Split time_split(const std::vector<int>& devices, lab::JobData& job, int steps) {
-  std::vector<lab::Slice> slices;
+  std::vector<lab::Slice> slices;  // core: scaling (11 lines)
   for (std::size_t k = 0, offset = 0; k < devices.size(); ++k) {
     lab::Slice s{devices[k], offset, job.n / devices.size() + (k < job.n % devices.size() ? 1 : 0)};
     offset += s.count;
@@ -274,7 +274,7 @@ double peer_pair(std::array<int, 2> dev, bool timed) {
   cudaStream_t stream[2] = {};
   std::uint32_t *src[2] = {}, *dst[2] = {};
   double gbps[2] = {0, 0};
-  for (int k = 0; k < 2; ++k) {  // core: peer (27 lines)
+  for (int k = 0; k < 2; ++k) {  // core: peer (22 lines)
     CS_CHECK(cudaDeviceCanAccessPeer(&can[k], dev[k], dev[1 - k]));
     CurrentDevice scope(dev[k]);
     if (can[k]) {  // map the other device's memory; enabling twice is harmless but an error
@@ -378,7 +378,7 @@ void part_cross_event(const Context& ctx) {
 void part_scaling(const Context& ctx, lab::JobData& job) {
   if (!ctx.skip_two.empty()) return cs::check_skipped("scaling", ctx.skip_two);
   const std::size_t n_devices = ctx.devices.size();
-  lab::Split one = time_split({ctx.devices.front()}, job, ctx.steps);  // core: scaling (6 lines)
+  lab::Split one = time_split({ctx.devices.front()}, job, ctx.steps);
   destroy_slices(one.slices);
   cs::verify("scaling_one_device_result", job.out, job.reference.data(), ctx.elements);
   lab::Split all = time_split(ctx.devices, job, ctx.steps);
@@ -402,7 +402,8 @@ void part_scaling(const Context& ctx, lab::JobData& job) {
 
 int main(int argc, char** argv) {
   Context ctx;  // --devices, --elements, --steps, --no-invalid-calls, and what the machine has
-  cs::Options options("06_multi_device", "Several GPUs: ownership, split, peer copies, events.");
+  cs::Options options("06_multi_device",
+                      "Several GPUs: ownership, split, peer copies, events (CUDA 12.8 or newer).");
   cs::Parts parts(options,
                   {{"enumerate", "the devices of this machine, and one that does not exist"},
                    {"ownership", "streams and memory belong to the device current at creation"},

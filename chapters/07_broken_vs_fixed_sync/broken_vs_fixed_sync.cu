@@ -148,11 +148,12 @@ bool seed_scene(lab::Lab& lab, unsigned stream_flags, bool wait, bool legacy_ker
   cs::Timeline timeline;
   timeline.start(p);
   auto span = timeline.span("stream p", "delay", p, "slow producer");
-  spin_kernel<<<1, 1, 0, p>>>(lab.delay_ns());  // core: cross-stream (12 lines)
+  spin_kernel<<<1, 1, 0, p>>>(lab.delay_ns());  // core: cross-stream (5 lines)
   span = timeline.span("stream p", "produce", p, "normal_()");
   produce_kernel<<<lab.grid(), kBlock, 0, p>>>(buf.a, lab.n);
   CS_CHECK(cudaEventRecord(produced, p));
   if (wait) CS_CHECK(cudaStreamWaitEvent(c, produced, 0));  // the fix: c.wait_stream(p)
+  // core: legacy-default (7 lines)
   if (legacy_kernel) {  // cudaStreamLegacy written out: the same in a per-thread build
     span = timeline.span("legacy stream 0", "legacy", cudaStreamLegacy, "step counter");
     fill_kernel<<<1, 1, 0, cudaStreamLegacy>>>(buf.counter, 1, 0u);  // bystander
@@ -355,7 +356,7 @@ void part_over_sync(lab::Lab& lab, bool broken) {
 // Part 6: legacy-default: a kernel in the legacy default stream hides a missing wait
 void part_legacy_default(lab::Lab& lab, bool broken) {
   std::string saw;
-  if (broken) {  // core: legacy-default (15 lines)
+  if (broken) {
     // cudaStreamDefault: blocking streams, which synchronize with the legacy default stream.
     const bool blocking_right = seed_scene(lab, cudaStreamDefault, false, true, &saw,
                                            "legacy-default: blocking streams (cudaStreamDefault)");
@@ -374,6 +375,7 @@ void part_legacy_default(lab::Lab& lab, bool broken) {
 
 // Part 7: hidden-by-setting: CUDA_LAUNCH_BLOCKING=1 or one hardware queue hides the seed's race
 void part_hidden_by_setting(lab::Lab& lab, bool broken) {
+  // core: hidden-by-setting (11 lines)
   int mode = 0;  // other processes may share the device only in the default compute mode
   CS_CHECK(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, lab.common.device));
   if (mode != cudaComputeModeDefault)
@@ -382,7 +384,7 @@ void part_hidden_by_setting(lab::Lab& lab, bool broken) {
   const std::string args =
       cs::format("--case cross-stream %s --delay-ms %d --elements %zu --device %d",
                  broken ? "--broken" : "--fixed", lab.delay_ms, lab.n, lab.common.device);
-  const int defaults = lab::run_again("", args);  // core: hidden-by-setting (18 lines)
+  const int defaults = lab::run_again("", args);
   const int launch_blocking = lab::run_again("CUDA_LAUNCH_BLOCKING=1", args);
   const int one_queue = lab::run_again("CUDA_DEVICE_MAX_CONNECTIONS=1", args);
   if (!broken) {

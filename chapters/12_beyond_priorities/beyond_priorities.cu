@@ -297,7 +297,7 @@ void stream_release(cudaStream_t a, cudaStream_t b, volatile unsigned int* vflag
   CS_CHECK(cudaStreamSynchronize(b));
   cs::report_comparison("stream_release_results", results);
   cs::check_that("released_by_stream", !watchdog_released,
-                 "cuStreamWriteValue32 in stream B released stream A, no event");
+                 "cuStreamWriteValue32 in stream B released stream A, not the watchdog");
   CS_CHECK(cudaFree(data));
   CS_CHECK(cudaFree(out));
 }
@@ -376,7 +376,7 @@ int main(int argc, char** argv) {
   lab::Flags f;
   cs::CommonOptions common;
   cs::Options options("12_beyond_priorities",
-                      "Beyond priorities: green contexts and stream memory operations.");
+                      "Green contexts, stream memory operations (CUDA 12.5 or newer).");
   cs::Parts parts(options,
                   {{"green", "SMs of its own: a green context against the highest priority"},
                    {"memops", "a flag in memory holds and releases a stream"}});

@@ -430,7 +430,7 @@ int main(int argc, char** argv) {
   lab::Flags f;
   cs::CommonOptions common;
   cs::Options options("13_dependent_launch_and_graphs",
-                      "Programmatic dependent launch and a conditional while node in a graph.");
+                      "PDL (compute capability 9.0+) and a conditional while node (CUDA 12.3+).");
   cs::Parts parts(options, {{"pdl", "programmatic dependent launch: where it helps, where not"},
                             {"graph", "a while loop in one graph launch against a host loop"}});
   lab::add_flags(options, &f);
