@@ -36,8 +36,8 @@ right after the heading:
 
 --write puts each excerpt into its part section (replacing the one there, or inserting it right
 after the heading). --check (the default; the repo.core_excerpts test) exits 1 when a part
-section has no core, an excerpt differs from the source, a core names no part, or a marker is
-malformed, and when a core breaks the rule of docs/writing_a_chapter.md: an excerpt (counted as
+section has no core or does not open with it, an excerpt differs from the source, a core names no
+part, or a marker is malformed, and when a core breaks the rule of docs/writing_a_chapter.md: an excerpt (counted as
 the lesson shows it) of fewer than 5 or more than 25 lines, or one without a taught call. A taught
 call is a code line (not only a comment) that scripts/program_shape.py counts as taught: one that
 matches the reading path's READING_TAUGHT (`cudaX(`, `cuX(`, `<<<`, `__global__`, at::cuda and
@@ -222,6 +222,9 @@ def sync(chapter, write):
         want = block(name, cores[name])
         if name in found:
             first, last, excerpt = found[name]
+            if any(line.strip() for line in lines[heading + 1: first]):
+                problems.append(f"{readme_path}: part {name} does not open with its core (text "
+                                f"stands between its heading and the core): move the core up")
             if excerpt == cores[name]:
                 continue
             if write:

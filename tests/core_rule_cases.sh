@@ -2,7 +2,8 @@
 # scripts/cores.py --check on a made-up chapter whose lesson holds its core as --write copies it:
 # a core of 5 to 25 lines with a taught call passes (in the block form and in the counted forms);
 # a core of 26 lines, one of 4 lines, or one whose only CUDA call is in a comment fails and names
-# the chapter, the part and the problem.
+# the chapter, the part and the problem; so does a lesson whose excerpt was edited by hand, or
+# whose part section does not open with its core.
 #
 #   core_rule_cases.sh SOURCE_DIR WORK_DIR PYTHON
 set -u
@@ -54,5 +55,14 @@ printf 'void part_demo(cudaStream_t s) {\n  %s  // core: demo (4 lines)\n%s\n}\n
   "$(printf '  %s\n' 'int a = 0;' 'int b = 0;' 'int c = 0;')" >chapters/99_demo/demo.cu
 "$python" "$source_dir/scripts/cores.py" --write chapters/99_demo >/dev/null 2>&1
 expect 1 counted_trailing_too_short "99_demo: part demo: the core is 4 lines"
+# The lesson drifts from the source: an excerpt line edited by hand, then text put between the
+# part's heading and its core.
+mapfile -t plain < <(lines 5)
+program "$launch" "${plain[@]}"
+sed -i 's/int x3 = 3;/int x3 = 4;/' chapters/99_demo/README.md
+expect 1 excerpt_drifted "the core of part demo differs from"
+program "$launch" "${plain[@]}"
+sed -i 's/^<!-- core: demo -->$/Some words first.\n\n&/' chapters/99_demo/README.md
+expect 1 text_before_core "part demo does not open with its core"
 [ "$failures" = 0 ] && echo "All core rule cases passed." || echo "$failures case(s) FAILED."
 [ "$failures" = 0 ]
