@@ -55,7 +55,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from program_shape import CALL, READING_TAUGHT, TORCH_CALL  # noqa: E402 (the taught calls)
+from program_shape import CALL, READING_TAUGHT, TORCH_CALL, strip  # noqa: E402 (taught calls)
 
 START = re.compile(r"^\s*// core: ([a-z0-9][a-z0-9_-]*)(?: \((\d+) lines?\))?(?:: (.*))?$")
 TRAILING = re.compile(r"^(\s*\S.*?)\s*// core: ([a-z0-9][a-z0-9_-]*) \((\d+) lines?\)$")
@@ -140,12 +140,16 @@ def extract(path):
 
 
 def taught_lines(excerpt, torch=False):
-    """The excerpt's lines that hold a taught call: code lines (not only a comment) that
+    """The excerpt's lines that hold a taught call outside comments and strings: code that
     scripts/program_shape.py counts as taught (READING_TAUGHT or CALL; TORCH_CALL where @p torch,
     a .cpp program on the PyTorch C++ API)."""
     patterns = [READING_TAUGHT, CALL] + ([TORCH_CALL] if torch else [])
-    return [l for l in excerpt if l.strip() and not l.lstrip().startswith(("//", "/*", "*"))
-            and any(p.search(l) for p in patterns)]
+    found, in_block = [], False
+    for line in excerpt:  # without comments and string contents, as program_shape.py counts
+        code, in_block = strip(line, in_block)
+        if any(p.search(code) for p in patterns):
+            found.append(line)
+    return found
 
 
 def rule_problems(chapter, program, cores):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/cores.py --check on a made-up chapter whose lesson holds its core as --write copies it:
 # a core of 5 to 25 lines with a taught call passes (in the block form and in the counted forms);
-# a core of 26 lines, one of 4 lines, or one whose only CUDA call is in a comment fails and names
+# a core of 26 lines, one of 4 lines, or one whose only CUDA call is in a comment (a line of its
+# own, a trailing one) or a string fails and names
 # the chapter, the part and the problem; so does a lesson whose excerpt was edited by hand, or
 # whose part section does not open with its core.
 #
@@ -46,6 +47,9 @@ expect 1 too_short "99_demo: part demo: the core is 4 lines"
 mapfile -t plain < <(lines 5)
 program '// cudaStreamSynchronize(s) would go here' "${plain[@]}"
 expect 1 no_cuda_call "99_demo: part demo: the core has no taught call"
+program 'int y = 0;  // cudaStreamSynchronize(s) comes later' 'const char* w = "cudaMemcpy(";' \
+  "${plain[@]:0:3}"
+expect 1 cuda_call_in_comment_and_string "99_demo: part demo: the core has no taught call"
 # The counted forms: a comment line (its text opens the excerpt) and a trailing comment.
 printf 'void part_demo(cudaStream_t s) {\n  // core: demo (4 lines): the fix\n%s\n}\n' \
   "$(printf '  %s\n' 'int a = 0;' 'int b = 0;' 'int c = 0;' "$launch")" >chapters/99_demo/demo.cu
@@ -63,6 +67,6 @@ sed -i 's/int x3 = 3;/int x3 = 4;/' chapters/99_demo/README.md
 expect 1 excerpt_drifted "the core of part demo differs from"
 program "$launch" "${plain[@]}"
 sed -i 's/^<!-- core: demo -->$/Some words first.\n\n&/' chapters/99_demo/README.md
-expect 1 text_before_core "part demo does not open with its core"
+expect 1 text_before_core "text stands between its heading and the core"
 [ "$failures" = 0 ] && echo "All core rule cases passed." || echo "$failures case(s) FAILED."
 [ "$failures" = 0 ]

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # A chapter whose MIN_TOOLKIT is newer than the CUDA Toolkit is left out of the build, and the
 # configure step says which chapter and why: a made-up chapter 13_demo asking for 12.3 in a
-# project that reports toolkit 12.2 (and, as a control, one asking for 12.2, which is built:
+# project that reports toolkit 12.2 (and, as a control, one asking for 12.2, which is added:
 # its executable's target exists).
 #
-#   min_toolkit_skip.sh SOURCE_DIR WORK_DIR
+#   min_toolkit_skip.sh SOURCE_DIR WORK_DIR [CMAKE]   (CMAKE: the cmake to run, default: cmake)
 set -u
-source_dir=$1 work=$2/min_toolkit_skip
+source_dir=$1 work=$2/min_toolkit_skip cmake=${3:-cmake}
 rm -rf "$work" && mkdir -p "$work/13_demo" "$work/14_demo"
 cat >"$work/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.25)
 project(min_toolkit_skip LANGUAGES NONE)
 set(CUDAToolkit_VERSION 12.2)  # what find_package(CUDAToolkit) would report
 set(CUDA_STREAMS_TESTS OFF)
-include($source_dir/cmake/CudaStreamsChapter.cmake)
+include("$source_dir/cmake/CudaStreamsChapter.cmake")
 # What the real project defines before its chapters, as stand-ins: the helper library and the
 # warning flags (the control chapter links and calls them once it is past the check).
 add_library(cuda_streams_common_stub INTERFACE)
@@ -34,7 +34,7 @@ echo 'cuda_streams_chapter(MIN_TOOLKIT 12.3)' >"$work/13_demo/CMakeLists.txt"
 printf 'enable_language(CXX)\ncuda_streams_chapter(SOURCE demo.cpp MIN_TOOLKIT 12.2)\n' \
   >"$work/14_demo/CMakeLists.txt"
 echo 'int main() { return 0; }' >"$work/14_demo/demo.cpp"
-cmake -S "$work" -B "$work/build" >"$work/configure.log" 2>&1
+"$cmake" -S "$work" -B "$work/build" >"$work/configure.log" 2>&1
 status=$?
 failures=0
 want_skip="chapter 13_demo skipped: it needs CUDA Toolkit 12.3 or newer to compile; this one is 12.2"

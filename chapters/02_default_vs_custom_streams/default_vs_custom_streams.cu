@@ -119,12 +119,12 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
 // Part 2: the legacy default stream's implicit synchronization ---------------------------------
 void part_legacy(const lab::Setup& setup) {
   lab::KernelLog log(setup);
-  // core: legacy
   cudaStream_t blocking[2], non_blocking[2];
   CS_CHECK(cudaStreamCreate(&blocking[0]));
   CS_CHECK(cudaStreamCreateWithFlags(&non_blocking[0], cudaStreamNonBlocking));
   CS_CHECK(cudaStreamCreate(&blocking[1]));
   CS_CHECK(cudaStreamCreateWithFlags(&non_blocking[1], cudaStreamNonBlocking));
+  // core: legacy
   // Per middle stream: kernel A in stream [0], a kernel that lasts no time in `middle`, kernel B
   // in stream [1], in the blocking pair and then in the non-blocking pair; the ratio of the two
   // times (under CUDA_LAUNCH_BLOCKING=1 blocking time / one kernel's: both pairs take turns).
@@ -139,7 +139,6 @@ void part_legacy(const lab::Setup& setup) {
       spin_kernel<<<1, kSpinThreads, 0, middle>>>(log.task(0));
       spin_kernel<<<1, kSpinThreads, 0, non_blocking[1]>>>(log.task());
     });
-    // end core
     const double r = blocked.min / (setup.env.launch_blocking ? setup.kernel_ms : unblocked.min);
     std::printf("  middle kernel in %s: %.2f ms blocking, %.2f ms non-blocking, %.2fx\n", name,
                 blocked.min, unblocked.min, r);
@@ -149,6 +148,7 @@ void part_legacy(const lab::Setup& setup) {
   const double stream0 = ratio("0", 0);
   const double legacy = ratio("cudaStreamLegacy", cudaStreamLegacy);
   const double per_thread = ratio("cudaStreamPerThread", cudaStreamPerThread);
+  // end core
   log.verify("legacy_kernel");
   // Serialized: ideal 2x, 1.6 leaves 20% slack. Not serialized: ideal 1x, 1.25 for launch jitter.
   const char* serial_why = setup.env.launch_blocking ? "blocking time / one kernel's"
@@ -171,6 +171,7 @@ void part_legacy(const lab::Setup& setup) {
 // Part 3: host threads, each launching into its stream 0 ---------------------------------------
 void part_threads(const lab::Setup& setup, int threads) {
   lab::KernelLog log(setup);
+  // core: threads
   // The reference: one thread launches all kernels into its stream 0.
   const cs::Stats one_thread = lab::time_ms(setup, [&] {
     for (int t = 0; t < threads; ++t) spin_kernel<<<1, kSpinThreads, 0, 0>>>(log.task());
@@ -181,7 +182,6 @@ void part_threads(const lab::Setup& setup, int threads) {
   for (int round = 0; round < setup.warmup + setup.repeats; ++round) {
     std::atomic<int> ready{0}, go{0}, done{0};
     std::vector<std::thread> pool;
-    // core: threads
     for (int t = 0; t < threads; ++t)
       pool.emplace_back([&] {
         CS_CHECK(cudaSetDevice(setup.common.device));  // the current device is the thread's

@@ -331,10 +331,9 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
   // The kernel is sized once, at --chunks: every chunk count below does the same work.
   const lab::Model m = lab::measure_model(b, run, streams[0]);
   // C copies in one stream against one plain cudaMemcpy plus C fixed costs (or C calls' issue).
-  const double C = run.chunks;
   lab::check_directions(run.skip, "chunked_async_rate", cs::Compare::at_least, 0.85,
                         "stage's rate / (plain cudaMemcpy + C fixed costs)", [&](int i) {
-                          const double copies = m.plain_ms[i] + C * m.gpu_copy_ms;
+                          const double C = run.chunks, copies = m.plain_ms[i] + C * m.gpu_copy_ms;
                           return cs::ratio(std::max(C * m.host_copy_ms, copies), m.alone[2 * i]);
                         });
   // core: chunks

@@ -19,9 +19,9 @@
 //   2. dependency: a slow producer in stream A and a consumer in stream B, ordered on the GPU by
 //      cudaEventRecord + cudaStreamWaitEvent; every round checked, each issued in microseconds.
 //   3. query: the host's own work done while a 20 ms kernel runs, polling cudaEventQuery.
-//   4. flags: record + query cost with and without cudaEventDisableTiming (not equal; by how
-//      much varies between runs), and the CPU time of a spinning wait (about the kernel's 50 ms)
-//      against a cudaEventBlockingSync one.
+//   4. flags: record + query cost with and without cudaEventDisableTiming (not equal; which is
+//      cheaper varies between runs), and the CPU time of a spinning wait (about the kernel's
+//      50 ms) against a cudaEventBlockingSync one.
 // Every property ends in a CHECK line; the exit status is 0 when all pass.
 
 #include <cuda_runtime.h>

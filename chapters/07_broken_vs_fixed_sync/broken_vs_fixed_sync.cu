@@ -139,7 +139,7 @@ void part_host_read(lab::Lab& lab, bool broken) {
 bool seed_scene(lab::Lab& lab, unsigned stream_flags, bool wait, bool legacy_kernel,
                 std::string* saw, const std::string& title) {
   lab::SumBuffers buf(lab.n);
-  cudaStream_t p = nullptr, c = nullptr;
+  cudaStream_t p = nullptr, c = nullptr;  // core: legacy-default (6 lines)
   cudaEvent_t produced = nullptr;
   CS_CHECK(cudaStreamCreateWithFlags(&p, stream_flags));
   CS_CHECK(cudaStreamCreateWithFlags(&c, stream_flags));
@@ -148,12 +148,11 @@ bool seed_scene(lab::Lab& lab, unsigned stream_flags, bool wait, bool legacy_ker
   cs::Timeline timeline;
   timeline.start(p);
   auto span = timeline.span("stream p", "delay", p, "slow producer");
-  spin_kernel<<<1, 1, 0, p>>>(lab.delay_ns());  // core: cross-stream (5 lines)
+  spin_kernel<<<1, 1, 0, p>>>(lab.delay_ns());  // core: cross-stream (12 lines)
   span = timeline.span("stream p", "produce", p, "normal_()");
   produce_kernel<<<lab.grid(), kBlock, 0, p>>>(buf.a, lab.n);
   CS_CHECK(cudaEventRecord(produced, p));
   if (wait) CS_CHECK(cudaStreamWaitEvent(c, produced, 0));  // the fix: c.wait_stream(p)
-  // core: legacy-default (7 lines)
   if (legacy_kernel) {  // cudaStreamLegacy written out: the same in a per-thread build
     span = timeline.span("legacy stream 0", "legacy", cudaStreamLegacy, "step counter");
     fill_kernel<<<1, 1, 0, cudaStreamLegacy>>>(buf.counter, 1, 0u);  // bystander
