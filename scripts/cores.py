@@ -37,13 +37,14 @@ right after the heading:
 --write puts each excerpt into its part section (replacing the one there, or inserting it right
 after the heading). --check (the default; the repo.core_excerpts test) exits 1 when a part
 section has no core or does not open with it, an excerpt differs from the source, a core names no
-part, or a marker is malformed, and when a core breaks the rule of docs/writing_a_chapter.md: an excerpt (counted as
-the lesson shows it) of fewer than 5 or more than 25 lines, or one without a taught call. A taught
-call is a code line (not only a comment) that scripts/program_shape.py counts as taught: one that
-matches the reading path's READING_TAUGHT (`cudaX(`, `cuX(`, `<<<`, `__global__`, at::cuda and
-c10::cuda, torch.cuda, wait_stream/record_stream, graphs), or its CALL (the CUDA libraries' calls
-on a stream: cuBLAS, cuRAND, cuFFT, Thrust, CUB), or in a .cpp program its TORCH_CALL (PyTorch's
-stream calls: `.synchronize()`, CUDAStreamGuard...). --write reports those too, after writing.
+part, or a marker is malformed; and when a core breaks the rule of docs/writing_a_chapter.md: an
+excerpt (counted as the lesson shows it) of fewer than 5 or more than 25 lines, or one without a
+taught call outside comments and strings. A taught call is what scripts/program_shape.py counts
+as taught: the reading path's READING_TAUGHT (`cudaX(`, `cuX(`, `<<<`, `__global__`, at::cuda
+and c10::cuda, torch.cuda, wait_stream/record_stream, graphs), its CALL (the CUDA libraries'
+calls on a stream: cuBLAS, cuRAND, cuFFT, Thrust, CUB), or in a .cpp program its TORCH_CALL
+(PyTorch's stream calls: `.synchronize()`, CUDAStreamGuard...). --write reports those too, after
+writing.
 
 --headings (the repo.part_headings test) exits 1 when a lesson's `## Part N: NAME: TITLE`
 headings are not, in order, the parts that the program declares in `cs::Parts` and prints as
@@ -139,17 +140,17 @@ def extract(path):
     return cores, problems
 
 
-def taught_lines(excerpt, torch=False):
-    """The excerpt's lines that hold a taught call outside comments and strings: code that
-    scripts/program_shape.py counts as taught (READING_TAUGHT or CALL; TORCH_CALL where @p torch,
-    a .cpp program on the PyTorch C++ API)."""
+def has_taught_call(excerpt, torch=False):
+    """Whether a line of the excerpt holds a taught call outside comments and strings, as
+    scripts/program_shape.py counts them (READING_TAUGHT or CALL; TORCH_CALL where @p torch, a
+    .cpp program on the PyTorch C++ API)."""
     patterns = [READING_TAUGHT, CALL] + ([TORCH_CALL] if torch else [])
-    found, in_block = [], False
-    for line in excerpt:  # without comments and string contents, as program_shape.py counts
+    in_block = False
+    for line in excerpt:
         code, in_block = strip(line, in_block)
         if any(p.search(code) for p in patterns):
-            found.append(line)
-    return found
+            return True
+    return False
 
 
 def rule_problems(chapter, program, cores):
@@ -161,7 +162,7 @@ def rule_problems(chapter, program, cores):
         if size < CORE_MIN_LINES or size > CORE_MAX_LINES:
             problems.append(f"{where}: part {name}: the core is {size} lines (a core is "
                             f"{CORE_MIN_LINES} to {CORE_MAX_LINES}): move its markers")
-        if not taught_lines(excerpt, program.endswith(".cpp")):
+        if not has_taught_call(excerpt, program.endswith(".cpp")):
             problems.append(f"{where}: part {name}: the core has no taught call (a CUDA call, "
                             f"kernel or launch, or a CUDA library's or PyTorch's stream call): "
                             f"mark the lines of the calls the part teaches")

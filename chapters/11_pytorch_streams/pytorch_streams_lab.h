@@ -1,5 +1,5 @@
-// Chapter 11's machinery: Python-style printing of tensors, the skip reasons of
-// the broken examples, part 9's CPU reference and the seed's multi-device example. None of it is
+// Chapter 11's machinery: Python-style printing of tensors, the skip reasons of the broken
+// examples, part 9's CPU reference and the seed's multi-device example. None of it is
 // the lesson; a reader may skip this file. The PyTorch calls the chapter teaches (streams, guards,
 // events, record_stream, CUDAGraph) are in pytorch_streams.cpp.
 #pragma once
