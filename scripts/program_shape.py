@@ -45,7 +45,6 @@ HEADER_MAX = 200
 # fixed costs per operation) and its 27 checks; a simpler bound with fewer measurements removes
 # more CUDA calls than other lines, so the share falls further.
 READING_ALLOWANCES = {
-    "02_default_vs_custom_streams": (500, 0.188, 200),
     "04_pinned_async_pipeline": (580, 0.182, 322),
 }
 RATCHET_SLACK_LINES = 10  # an allowance this far above what a chapter reads is out of date

@@ -53,13 +53,12 @@ constexpr cs::Compare kAtLeast = cs::Compare::at_least, kAtMost = cs::Compare::a
 
 // Kernels ---------------------------------------------------------------------------------------
 // Waits task.duration_ns on the GPU's global timer (the same time at any clock), then writes when
-// it ran. The iteration bound ends it only if the timer stands still (a clock64() bound ended
+// it ran. max_iters ends it only if the timer stands still (a clock64() bound ended
 // waits early under the sanitizer: a block may resume on another SM, with another cycle counter).
 __global__ void spin_kernel(lab::SpinTask task) {
-  const unsigned long long start = cs::globaltimer_ns();
-  const unsigned long long iteration_bound = task.duration_ns + 100000;
+  const unsigned long long start = cs::globaltimer_ns(), max_iters = task.duration_ns + 100000;
   unsigned long long now = start;
-  for (unsigned long long i = 0; now - start < task.duration_ns && i < iteration_bound; ++i)
+  for (unsigned long long i = 0; now - start < task.duration_ns && i < max_iters; ++i)
     now = cs::globaltimer_ns();
   if (threadIdx.x != 0) return;
   task.record->start_ns = start;
@@ -233,10 +232,8 @@ void part_threads(const lab::Setup& setup, int threads) {
 void part_connections(const lab::Setup& setup, int stream_count) {
   // The hardware queues, and the streams that share each queue.
   const int queues = setup.env.max_connections, sharing = (stream_count + queues - 1) / queues;
-  std::printf(
-      "  CUDA_DEVICE_MAX_CONNECTIONS = %d (%s): %d hardware queue%s, up to %d stream%s per queue\n",
-      queues, setup.env.connections_from_env ? "from the environment" : "unset: the default",
-      queues, queues == 1 ? "" : "s", sharing, sharing == 1 ? "" : "s");
+  std::printf("  %d hardware queue%s, up to %d stream%s per queue\n", queues,
+              queues == 1 ? "" : "s", sharing, sharing == 1 ? "" : "s");
   // Created in one go: on the devices measured the driver deals them out over the queues in turn.
   std::vector<cudaStream_t> streams(stream_count);
   for (cudaStream_t& s : streams) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -265,8 +262,8 @@ void part_connections(const lab::Setup& setup, int stream_count) {
   // The ideal: one stream alone, plus kLaunchMs allowed to issue each launch.
   const double ideal_ms = alone.min + 2 * stream_count * kLaunchMs;
   std::printf(
-      "  one stream alone: %.2f ms (ideal %.2f ms), depth-first: %.2f ms (issued in %.3f ms), "
-      "breadth-first: %.2f ms, A alone in every stream: %.2f ms\n",
+      "  one stream alone %.2f ms (ideal %.2f), depth-first %.2f (issued in %.3f), "
+      "breadth-first %.2f, A alone in every stream %.2f\n",
       alone.min, ideal_ms, depth.min, issued.min, breadth.min, single.min);
   log.verify("connections_kernel");
   // A queue for every stream: both orders within 1.2x of the ideal. Else, depth-first, a queue of
@@ -309,12 +306,12 @@ void part_seed_mm(const lab::Setup& setup, int n) {
   matmul_tiled<<<grid, block, 0, s2>>>(b, b, d, n);  // with torch.cuda.stream(s2): D = mm(B, B)
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaDeviceSynchronize());  // torch.cuda.synchronize(): wait for C and D
-  // C.cpu() and D.cpu(), then each against the CPU's product, 1e-4 relative.
+  // C.cpu() and D.cpu(), then each against the CPU's A x A and B x B, 1e-4 relative.
   std::vector<float> host_c(count), host_d(count);
   CS_CHECK(cudaMemcpy(host_c.data(), c, bytes, cudaMemcpyDeviceToHost));
   CS_CHECK(cudaMemcpy(host_d.data(), d, bytes, cudaMemcpyDeviceToHost));
-  lab::verify_square("seed_mm_C", "A x A", host_a, host_c, n);
-  lab::verify_square("seed_mm_D", "B x B", host_b, host_d, n);
+  cs::verify_product("seed_mm_C", host_a.data(), host_a.data(), host_c.data(), n, 1e-4);
+  cs::verify_product("seed_mm_D", host_b.data(), host_b.data(), host_d.data(), n, 1e-4);
   const cs::Stats mm_one = lab::time_ms(setup, [&] {
     matmul_tiled<<<grid, block, 0, s1>>>(a, a, c, n);
     matmul_tiled<<<grid, block, 0, s1>>>(b, b, d, n);
@@ -384,8 +381,10 @@ void part_seed_sync(const lab::Setup& setup, int n) {
   std::vector<float> host_res1(count), host_res2(count);  // res1.cpu(), res2.cpu()
   CS_CHECK(cudaMemcpy(host_res1.data(), res1, bytes, cudaMemcpyDeviceToHost));
   CS_CHECK(cudaMemcpy(host_res2.data(), res2, bytes, cudaMemcpyDeviceToHost));
-  lab::verify_scaled("seed_res1 (t1 * 2)", host_res1, host_t1, 2.0f);
-  lab::verify_scaled("seed_res2 (t2 * 3)", host_res2, host_t2, 3.0f);
+  std::vector<float> want1(count), want2(count);
+  for (size_t i = 0; i < count; ++i) want1[i] = host_t1[i] * 2.0f, want2[i] = host_t2[i] * 3.0f;
+  cs::verify("seed_res1 (t1 * 2)", host_res1, want1);
+  cs::verify("seed_res2 (t2 * 3)", host_res2, want2);
   log.verify("seed_kernel");
   const double inside = sync_inside.min / serial.min, once = sync_once.min / serial.min;
   std::printf("  both blocks in s1: %.2f ms, synchronize inside each: %.2f ms, once: %.2f ms\n",
@@ -420,17 +419,14 @@ int main(int argc, char** argv) {
   options.add_int("threads", &threads, 1, 32, "host threads in the threads part");
   options.add_int("streams", &stream_count, 1, 128, "streams in the connections part");
   options.add_int("matrix", &matrix, 16, 4096, "edge of the seed parts' square matrices");
-  options.add_int("repeats", &repeats, 1, 50,
-                  "timed repeats of each measurement (the fastest counts)");
+  options.add_int("repeats", &repeats, 1, 50, "timed repeats of each run (the fastest counts)");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);
   // The driver reads CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS at the first CUDA call.
   const lab::Setup setup{common, cs::launch_environment(), kernel_ms, repeats};  // then the device
   if (parts.selected("seed_mm") || parts.selected("seed_sync"))  // 4 matrices of 4-byte floats
     cs::require_fits_on_device(16 * size_t(matrix) * matrix, cs::format("--matrix %d", matrix));
-  std::printf("Build: --default-stream %s (stream 0 is %s)\n",
-              kPerThreadBuild ? "per-thread" : "legacy",
-              kPerThreadBuild ? "each host thread's own" : "the legacy one, shared by all threads");
+  std::printf("Build: --default-stream %s\n", kPerThreadBuild ? "per-thread" : "legacy");
   cs::print_launch_environment(setup.env);
   if (parts.begin("concurrency")) part_concurrency(setup, kernels);
   if (parts.begin("legacy")) part_legacy(setup);

@@ -90,14 +90,11 @@ struct KernelLog {
     CS_CHECK(cudaMemcpy(got.data(), records, got.size() * sizeof(got[0]), cudaMemcpyDeviceToHost));
     std::vector<unsigned int> runs, once(got.size(), 1);
     int short_spins = 0;
-    for (size_t i = 0; i < got.size(); ++i) {
-      runs.push_back(got[i].runs);
-      short_spins += got[i].end_ns - got[i].start_ns < asked_ns[i];
-    }
+    for (size_t i = 0; i < got.size(); ++i)
+      runs.push_back(got[i].runs), short_spins += got[i].end_ns - got[i].start_ns < asked_ns[i];
     cs::verify(name + "_runs", runs, once);
     cs::check_that(name + "_spins", short_spins == 0,
-                   cs::format("%d of %zu kernels ended before their time on the global timer",
-                              short_spins, got.size()));
+                   cs::format("%d of %zu kernels ended early", short_spins, got.size()));
     return got;
   }
 };
@@ -111,15 +108,13 @@ inline void publish_timeline(const Setup& setup, const std::vector<KernelRecord>
     unsigned long long origin = last[0].start_ns;
     for (int k = 0; k < n; ++k) origin = std::min(origin, last[k].start_ns);
     for (int k = 0; k < n; ++k) {
-      timeline.rows.push_back(run ? cs::format("stream %d, kernel %d", k + 1, k + 1)
-                                  : cs::format("default stream, kernel %d", k + 1));
+      timeline.rows.push_back(cs::format(run ? "stream %d" : "default stream, kernel %d", k + 1));
       timeline.spans.push_back({run * n + k, run ? "concurrent" : "serial", "",
                                 (last[k].start_ns - origin) * 1e-6,
                                 (last[k].end_ns - origin) * 1e-6});
     }
   }
-  const char* title =
-      "Timeline: the default stream runs them in turn; %d streams run them together";
+  const char* title = "Timeline: in turn in the default stream, together in %d streams";
   cs::publish_timeline(timeline, setup.common, cs::format(title, n));
 }
 
@@ -131,31 +126,6 @@ inline std::vector<float> random_values(size_t count, unsigned seed, bool normal
   std::vector<float> values(count);
   for (float& x : values) x = normal ? gauss(generator) : uniform(generator);
   return values;
-}
-
-// Checks `product`, the n x n product m x m, against the CPU's in double precision: every entry
-// of a small matrix, else 4096: entry s * 2654435761 mod n * n (a prime past n * n, so no entry
-// twice, spread over rows and columns; an even stride can fall on the diagonal alone, which a
-// transposed product also gets right), the last entry last. Float sums of n products against a
-// double reference: 1e-4 relative.
-inline void verify_square(const char* name, const char* of, const std::vector<float>& m,
-                          const std::vector<float>& product, size_t n) {
-  const size_t count = m.size(), samples = count <= 65536 ? count : 4096;
-  std::vector<double> got, want(samples);
-  for (size_t s = 0; s < samples; ++s) {
-    const size_t i = samples == count ? s : s + 1 == samples ? count - 1 : s * 2654435761u % count;
-    for (size_t k = 0; k < n; ++k) want[s] += double(m[i / n * n + k]) * m[k * n + i % n];
-    got.push_back(product[i]);
-  }
-  cs::verify(cs::format("%s (%zu entries of %s)", name, samples, of), got, want, 1e-4);
-}
-
-// Checks `got` against in * factor, element by element.
-inline void verify_scaled(const char* name, const std::vector<float>& got,
-                          const std::vector<float>& in, float factor) {
-  std::vector<float> want(in.size());
-  for (size_t i = 0; i < in.size(); ++i) want[i] = in[i] * factor;
-  cs::verify(name, got, want);
 }
 
 }  // namespace lab

@@ -126,7 +126,7 @@ chapter_integer_flags(streams:2:8 size:128:1024 gemms:1:32 elements:2:4194304 ff
 chapter_test(NAME extremes.min LABELS gpu
              ARGS --no-timing --streams 2 --size 128 --gemms 1 --elements 2 --fft-size 8 --chunks 4
                   --replays 1
-             MATCH "CHECK gemm_results: 0 of 1024 values differ" "CHECK fft_points: 0 of 24 values"
+             MATCH "CHECK gemm_results: 0 of 32768 values differ" "CHECK fft_points: 0 of 24 values"
                    "CHECK unordered_consumer_is_stale: .* PASS" "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL")
 chapter_test(NAME extremes.max LABELS gpu timing

@@ -73,6 +73,42 @@ TEST(Accumulate, AddsRunsAndKeepsTheFirstMismatches) {
   EXPECT_EQ(all.first[1].index, 0u);
 }
 
+TEST(CompareProduct, EveryEntryOfASmallProductAndTheTransposeFails) {
+  const std::size_t n = 3;
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8, 9}, b = {0, 1, 0, 2, 0, 1, 1, 1, 3};
+  std::vector<float> product(n * n), transposed(n * n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t k = 0; k < n; ++k) product[i * n + j] += a[i * n + k] * b[k * n + j];
+  for (std::size_t i = 0; i < n * n; ++i) transposed[i] = product[i % n * n + i / n];
+  EXPECT_EQ(cs::compare_product(a.data(), b.data(), product.data(), n).total, 9u);
+  EXPECT_EQ(cs::compare_product(a.data(), b.data(), product.data(), n).wrong, 0u);
+  const cs::Comparison wrong = cs::compare_product(a.data(), b.data(), transposed.data(), n);
+  EXPECT_GT(wrong.wrong, 0u);
+  ASSERT_FALSE(wrong.first.empty());
+  EXPECT_EQ(wrong.first[0].index, 1u);  // entry (0, 1) holds (1, 0)'s 16 where 4 is right
+}
+
+TEST(CompareProduct, SamplesALargeProductReachingTheLastEntryAndEveryRow) {
+  const std::size_t n = 300;  // 90000 entries: 4096 sampled
+  const std::vector<float> identity = [&] {
+    std::vector<float> m(n * n);
+    for (std::size_t i = 0; i < n; ++i) m[i * n + i] = 1;
+    return m;
+  }();
+  std::vector<float> b(n * n);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(i % 97);
+  std::vector<float> product = b;  // I x B = B
+  EXPECT_EQ(cs::compare_product(identity.data(), b.data(), product.data(), n).total, 4096u);
+  EXPECT_EQ(cs::compare_product(identity.data(), b.data(), product.data(), n).wrong, 0u);
+  product.back() += 1;  // the last entry is always among the samples
+  const cs::Comparison last = cs::compare_product(identity.data(), b.data(), product.data(), n);
+  ASSERT_EQ(last.wrong, 1u);
+  EXPECT_EQ(last.first[0].index, n * n - 1);
+  std::vector<float> scrambled(n * n, -1.0f);  // every entry wrong: every sample fails
+  EXPECT_EQ(cs::compare_product(identity.data(), b.data(), scrambled.data(), n).wrong, 4096u);
+}
+
 TEST(Verify, CountsAsACheckAndFailsOnMismatch) {
   cs::reset_checks();
   EXPECT_TRUE(cs::verify("same", std::vector<int>{1, 2}, std::vector<int>{1, 2}));

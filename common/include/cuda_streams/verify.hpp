@@ -59,6 +59,23 @@ inline void accumulate(Comparison& all, const Comparison& one, std::size_t keep 
   }
 }
 
+/**
+ * @brief Compares entries of @p product with the n x n row-major product @p a x @p b, computed on
+ * the CPU in double precision.
+ *
+ * Every entry of a product of at most 65536 entries; else 4096 of them: entry s * 2654435761 mod
+ * n * n (a prime stride past n * n reaches no entry twice and spreads over rows and columns, where
+ * an even stride can fall on the diagonal alone, which a transposed product also gets right), the
+ * last entry last. Mismatches name the entry's index. For column-major matrices (cuBLAS) pass
+ * @p b, @p a: their row-major views are the transposes, and (A B)^T = B^T A^T.
+ */
+Comparison compare_product(const float* a, const float* b, const float* product, std::size_t n,
+                           double tolerance = 0.0);
+
+/// compare_product() then report_comparison(), the check named `<name> (<K> entries)`.
+bool verify_product(const std::string& name, const float* a, const float* b, const float* product,
+                    std::size_t n, double tolerance = 0.0);
+
 /// Prints the CHECK line for @p result (`0 of N values differ from the CPU reference`) and the
 /// first mismatches; counts it as a check and returns whether everything matched.
 bool report_comparison(const std::string& name, const Comparison& result);
