@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -57,25 +58,21 @@ __global__ void scramble(std::uint32_t* output, const std::uint32_t* input, std:
   output[i] = x;
 }
 
-struct Copy {
-  double gbps = 0, call_ms = 0, copy_ms = 0;
-};
-
-// One copy of b.bytes (when timed): plain cudaMemcpy's bandwidth, then one cudaMemcpyAsync into
-// an idle stream, with a host clock around the call and events around the copy. Each counts its
-// fastest run: every time here starts before its work is issued, so a busy host only adds to it.
-Copy measure_copy(const std::string& name, void* dst, const void* src, cudaMemcpyKind kind,
+// One more pass over one copy of b.bytes (when timed), keeping the fastest figures in `best`:
+// plain cudaMemcpy's bandwidth, then one cudaMemcpyAsync into an idle stream, with a host clock
+// around the call and events around the copy. Every time here starts before its work is issued,
+// so a busy host only adds to it.
+void measure_copy(lab::Copy& best, void* dst, const void* src, cudaMemcpyKind kind,
                   const lab::Buffers& b, const lab::Run& run) {
-  Copy copy;
-  if (!run.measure()) return copy;
+  if (!run.measure()) return;
   auto plain = [&] { CS_CHECK(cudaMemcpy(dst, src, b.bytes, kind)); };
-  copy.gbps = cs::ratio(b.bytes, 1e6 * cs::time_on_stream_ms(nullptr, 1, run.repeats, plain).min);
+  const double plain_ms = cs::time_on_stream_ms(nullptr, 1, run.repeats, plain).min;
+  best.gbps = std::max(best.gbps, cs::ratio(b.bytes, 1e6 * plain_ms));
   cudaStream_t stream;
   cudaEvent_t start, stop;
   CS_CHECK(cudaStreamCreate(&stream));
   CS_CHECK(cudaEventCreate(&start));
   CS_CHECK(cudaEventCreate(&stop));
-  std::vector<double> calls, copies;
   // core: pinned
   for (int i = -1; i < run.repeats; ++i) {  // one warm-up
     CS_CHECK(cudaEventRecord(start, stream));
@@ -86,23 +83,23 @@ Copy measure_copy(const std::string& name, void* dst, const void* src, cudaMemcp
     CS_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
     CS_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (i >= 0) calls.push_back(after - before), copies.push_back(ms);
+    if (i >= 0) best.call_ms = std::min(best.call_ms, after - before);
+    if (i >= 0) best.copy_ms = std::min<double>(best.copy_ms, ms);
   }
   // end core
-  copy.call_ms = cs::summarize(calls).min, copy.copy_ms = cs::summarize(copies).min;
-  std::printf("  %s: %.1f GB/s, call %.3f ms, copy %.3f ms\n", name.c_str(), copy.gbps,
-              copy.call_ms, copy.copy_ms);
   CS_CHECK(cudaEventDestroy(start));
   CS_CHECK(cudaEventDestroy(stop));
   CS_CHECK(cudaStreamDestroy(stream));
-  return copy;
 }
 
-// Both directions between b.dev_in and host memory: [0] H2D from `from`, [1] D2H into `to`.
-std::vector<Copy> both_ways(const std::string& name, std::uint32_t* from, std::uint32_t* to,
-                            const lab::Buffers& b, const lab::Run& run) {
-  return {measure_copy(name + " H2D", b.dev_in, from, cudaMemcpyHostToDevice, b, run),
-          measure_copy(name + " D2H", to, b.dev_in, cudaMemcpyDeviceToHost, b, run)};
+// One more pass over both directions between b.dev_in and host memory: [0] H2D from `from`, [1]
+// D2H into `to`. With a `name`, prints the fastest figures so far.
+void both_ways(lab::Copy (&best)[2], const char* name, std::uint32_t* from, std::uint32_t* to,
+               const lab::Buffers& b, const lab::Run& run) {
+  measure_copy(best[0], b.dev_in, from, cudaMemcpyHostToDevice, b, run);
+  measure_copy(best[1], to, b.dev_in, cudaMemcpyDeviceToHost, b, run);
+  for (int i = 0; i < 2 && name && run.measure(); ++i)
+    lab::print_copy(std::string(name) + (i == 0 ? " H2D" : " D2H"), best[i]);
 }
 
 void part_seed(std::size_t total_elements) {
@@ -148,8 +145,12 @@ void part_pinned(lab::Buffers& b, const lab::Run& run) {
   CS_CHECK(cudaMemcpy(b.host_out, b.dev_in, b.bytes, cudaMemcpyDeviceToHost));
   cs::verify("pageable_round_trip", b.host_out, b.pageable.data(), b.elements);
 
-  const auto pageable = both_ways("pageable", b.pageable.data(), b.pageable.data(), b, run);
-  const auto pinned = both_ways("pinned", b.host_in, b.host_out, b, run);
+  lab::Copy pageable[2], pinned[2];
+  for (int pass = 1; pass <= lab::kPasses; ++pass) {  // the last pass prints
+    const bool last = pass == lab::kPasses;
+    both_ways(pageable, last ? "pageable" : nullptr, b.pageable.data(), b.pageable.data(), b, run);
+    both_ways(pinned, last ? "pinned" : nullptr, b.host_in, b.host_out, b, run);
+  }
   // Pageable copies go through a staging copy on the CPU, then the same DMA as pinned memory.
   lab::check_directions(run.skip, "pinned_vs_pageable", cs::Compare::at_least, 1.10,
                         "pinned / pageable cudaMemcpy bandwidth",
@@ -165,8 +166,9 @@ void part_pinned(lab::Buffers& b, const lab::Run& run) {
 }
 
 void part_register(lab::Buffers& b, const lab::Run& run) {
-  const Copy before =
-      measure_copy("vector, before", b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice, b, run);
+  lab::Copy before;
+  measure_copy(before, b.dev_in, b.pageable.data(), cudaMemcpyHostToDevice, b, run);
+  if (run.measure()) lab::print_copy("vector, before", before);
   // core: register
   cudaPointerAttributes was{}, is{};
   CS_CHECK(cudaPointerGetAttributes(&was, b.pageable.data()));
@@ -184,8 +186,13 @@ void part_register(lab::Buffers& b, const lab::Run& run) {
   CS_CHECK(cudaMemcpy(b.pageable.data(), b.dev_in, b.bytes, cudaMemcpyDeviceToHost));
   cs::verify("registered_round_trip", b.pageable.data(), b.host_in, b.elements);
 
-  const auto registered = both_ways("registered", b.pageable.data(), b.pageable.data(), b, run);
-  const auto pinned = both_ways("cudaMallocHost", b.host_in, b.host_out, b, run);
+  lab::Copy registered[2], pinned[2];
+  for (int pass = 1; pass <= lab::kPasses; ++pass) {  // the last pass prints
+    const bool last = pass == lab::kPasses;
+    both_ways(registered, last ? "registered" : nullptr, b.pageable.data(), b.pageable.data(), b,
+              run);
+    both_ways(pinned, last ? "cudaMallocHost" : nullptr, b.host_in, b.host_out, b, run);
+  }
   CS_CHECK(cudaHostUnregister(b.pageable.data()));
 
   // A registered buffer is pinned memory: about a cudaMallocHost buffer's rate (0.97-1.00x on an
@@ -274,25 +281,25 @@ void part_pipeline(lab::Buffers& b, const lab::Run& run) {
   std::vector<cudaStream_t> streams(S);
   std::vector<cudaEvent_t> joins(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
-  const lab::Model m = lab::measure_model(b, run, streams[0]);  // stages, kernel, fixed costs
+  lab::Model m = lab::measure_model(b, run, streams[0]);  // stages, kernel, fixed costs
   const std::vector<std::uint32_t> want = lab::expected_output(b.elements, m.iterations);
   for (cudaEvent_t& e : joins) CS_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  // Each order timed, then run once more on a timeline and checked against the CPU's reference.
-  double ms[3] = {};
-  for (int i = kSerial; i <= kBreadthFirst && run.measure(); ++i)
-    ms[i] = cs::time_on_stream_ms(streams[0], 1, run.repeats, [&] {
-              issue(b, streams, C, Order(i), m.iterations, &joins);
-            }).min;
-  const char* titles[] = {
-      "Serial: every chunk in stream 0, nothing overlaps",
-      "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
-      "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
+  // Each order timed in every pass (the stages again from the second), then run once more on a
+  // timeline and checked against the CPU's reference.
+  double ms[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL};
+  for (int pass = 1; pass <= lab::kPasses && run.measure(); ++pass) {
+    if (pass > 1) m = lab::fastest(m, lab::measure_model(b, run, streams[0], m.iterations));
+    for (int i = kSerial; i <= kBreadthFirst; ++i)
+      ms[i] = std::min(ms[i], cs::time_on_stream_ms(streams[0], 1, run.repeats, [&] {
+                                issue(b, streams, C, Order(i), m.iterations, &joins);
+                              }).min);
+  }
   for (int i = kSerial; i <= kBreadthFirst; ++i) {
     clear_outputs(b);
     cs::Timeline timeline;
     timeline.start(streams[0]);
     issue(b, streams, C, Order(i), m.iterations, &joins, &timeline);
-    cs::publish_timeline(timeline.collect(), run.common, titles[i]);
+    cs::publish_timeline(timeline.collect(), run.common, lab::kOrderTitles[i]);
     CS_CHECK(cudaDeviceSynchronize());
     cs::verify(std::string("pipeline_") + kOrderNames[i], b.host_out, want.data(), b.elements);
   }
@@ -329,7 +336,9 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
   std::vector<cudaEvent_t> joins(S);
   for (cudaStream_t& stream : streams) CS_CHECK(cudaStreamCreate(&stream));
   // The kernel is sized once, at --chunks: every chunk count below does the same work.
-  const lab::Model m = lab::measure_model(b, run, streams[0]);
+  lab::Model m = lab::measure_model(b, run, streams[0]);
+  for (int pass = 2; pass <= lab::kPasses && run.measure(); ++pass)
+    m = lab::fastest(m, lab::measure_model(b, run, streams[0], m.iterations));
   // C copies in one stream against one plain cudaMemcpy plus C fixed costs (or C calls' issue).
   lab::check_directions(run.skip, "chunked_async_rate", cs::Compare::at_least, 0.85,
                         "stage's rate / (plain cudaMemcpy + C fixed costs)", [&](int i) {
@@ -347,28 +356,34 @@ void part_chunks(lab::Buffers& b, const lab::Run& run) {
   auto fastest_ms = [&](auto&& work) {
     return cs::time_on_stream_ms(streams[0], 1, repeats, work).min;
   };
-  int wrong = 0, counts = 0;
-  for (int C = 1; C <= 1024; C *= 2, ++counts) {
-    if (run.measure()) {
-      const lab::Model st =
-          lab::measure_stages(m, b, C, pair[0], pair[1], run.engines, repeats, true);
-      const double serial = fastest_ms([&] { issue(b, streams, C, kSerial, m.iterations); });
-      clear_outputs(b);  // what chunks_results checks is the depth-first runs' output alone
-      const double ms =
-          fastest_ms([&] { issue(b, streams, C, kDepthFirst, m.iterations, &joins); });
-      // end core
-      // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
-      const lab::Bound bound(st, C, S, run.engines, serial);
-      sweep.add(C, serial, ms, bound, overlap_bar(bound));
-    } else {
-      clear_outputs(b), issue(b, streams, C, kDepthFirst, m.iterations);
+  const int kCounts = lab::Sweep::kCounts;  // 1, 2, 4, ... 1024 chunks, each timed in every pass
+  bool wrong[kCounts] = {};
+  for (int pass = 1; pass <= lab::kPasses; ++pass)
+    for (int i = 0, C = 1; i < kCounts; ++i, C *= 2) {
+      if (run.measure()) {
+        const lab::Model st =
+            lab::measure_stages(m, b, C, pair[0], pair[1], run.engines, repeats, true);
+        const double s = fastest_ms([&] { issue(b, streams, C, kSerial, m.iterations); });
+        clear_outputs(b);  // what chunks_results checks is the depth-first runs' output alone
+        const double t =
+            fastest_ms([&] { issue(b, streams, C, kDepthFirst, m.iterations, &joins); });
+        // end core
+        sweep.keep(pass, i, st, s, t);
+      } else {
+        clear_outputs(b), issue(b, streams, C, kDepthFirst, m.iterations);
+      }
+      CS_CHECK(cudaDeviceSynchronize());
+      wrong[i] |= !std::equal(b.host_out, b.host_out + b.elements, want.begin());
     }
-    CS_CHECK(cudaDeviceSynchronize());
-    wrong += std::equal(b.host_out, b.host_out + b.elements, want.begin()) ? 0 : 1;
+  for (int i = 0, C = 1; i < kCounts && run.measure(); ++i, C *= 2) {
+    // No issue time of the runs it bounds: a host that issued slowly must not raise its bound.
+    const lab::Bound bound(sweep.stages[i], C, S, run.engines, sweep.serial[i]);
+    sweep.add(C, sweep.serial[i], sweep.ms[i], bound, overlap_bar(bound));
   }
   for (cudaStream_t stream : pair) CS_CHECK(cudaStreamDestroy(stream));
-  cs::check_that("chunks_results", wrong == 0,
-                 cs::format("%d of %d chunk counts differ from the CPU reference", wrong, counts));
+  const int bad = static_cast<int>(std::count(wrong, wrong + kCounts, true));  // chunk counts
+  cs::check_that("chunks_results", bad == 0,
+                 cs::format("%d of %d chunk counts differ from the CPU reference", bad, kCounts));
   if (run.measure()) std::printf("  best: %d chunks, %.3f ms\n", sweep.best, sweep.best_ms);
   cs::check_or_skip(run.holds_skip, "chunks_bound_holds", sweep.lowest_over_floor,
                     cs::Compare::at_least, kFloorHolds, "x", "the lowest overlapped / floor");

@@ -23,6 +23,25 @@ namespace lab {
 constexpr std::uint32_t kMultiplier = 1664525u, kIncrement = 1013904223u;  // x -> a * x + c
 constexpr int kBlock = 256;
 
+// Every timed figure is measured in kPasses passes, a while apart, and keeps its fastest: on a
+// shared machine a busy moment of the host or the bus (tens of ms) can slow every run of a pass.
+constexpr int kPasses = 2;
+
+// One copy's figures, [0] H2D and [1] D2H in part 2 and 3's pairs.
+struct Copy {
+  double gbps = 0, call_ms = HUGE_VAL, copy_ms = HUGE_VAL;  // the fastest figures so far
+};
+inline void print_copy(const std::string& name, const Copy& copy) {
+  std::printf("  %s: %.1f GB/s, call %.3f ms, copy %.3f ms\n", name.c_str(), copy.gbps,
+              copy.call_ms, copy.copy_ms);
+}
+
+// Part pipeline's timelines, one per order of issue (serial, depth-first, breadth-first).
+constexpr const char* kOrderTitles[] = {
+    "Serial: every chunk in stream 0, nothing overlaps",
+    "Depth-first: for each chunk, its H2D, kernel and D2H in its stream",
+    "Breadth-first: for each wave of one chunk per stream, all H2Ds, all kernels, all D2Hs"};
+
 inline unsigned blocks_for(std::size_t count) {
   return static_cast<unsigned>((count + kBlock - 1) / kBlock);
 }
@@ -110,6 +129,16 @@ struct Model {
   double copy_pace_ms = 0, plain_ms[2] = {}, host_copy_ms = 0, host_launch_ms = 0, gpu_copy_ms = 0;
   double alone[3] = {}, both[2] = {};
 };
+// Two measurements of one model (the same kernel), each figure the faster of the two.
+inline Model fastest(Model a, const Model& b) {
+  for (int i = 0; i < 3; ++i) a.alone[i] = std::min(a.alone[i], b.alone[i]);
+  for (int i = 0; i < 2; ++i) a.both[i] = std::min(a.both[i], b.both[i]);
+  for (int i = 0; i < 2; ++i) a.plain_ms[i] = std::min(a.plain_ms[i], b.plain_ms[i]);
+  a.host_copy_ms = std::min(a.host_copy_ms, b.host_copy_ms);
+  a.host_launch_ms = std::min(a.host_launch_ms, b.host_launch_ms);
+  a.gpu_copy_ms = std::min(a.gpu_copy_ms, b.gpu_copy_ms);
+  return a;
+}
 
 // The least time the pipeline can take at C chunks over S streams, from the stages measured
 // without it: the largest of the engines', streams' and host's limits; the floor leaves out the
@@ -142,6 +171,14 @@ struct Bound {
 // Part chunks' figures and chart (--chunks-svg): the serial time, then per count the measured time
 // with its bound over it (drawn again if shorter); the worst count comes nearest its bar.
 struct Sweep {
+  static constexpr int kCounts = 11;  // 1, 2, 4, ... 1024 chunks
+  Model stages[kCounts];              // per count, the fastest of every pass's
+  double serial[kCounts] = {}, ms[kCounts] = {};
+  void keep(int pass, int i, const Model& st, double serial_ms, double overlapped_ms) {
+    stages[i] = pass == 1 ? st : fastest(stages[i], st);
+    serial[i] = pass == 1 ? serial_ms : std::min(serial[i], serial_ms);
+    ms[i] = pass == 1 ? overlapped_ms : std::min(ms[i], overlapped_ms);
+  }
   double lowest_over_floor = HUGE_VAL, worst_over_bound = 0, worst_bar = 1, worst_host_share = 0;
   double one_ms = 0, best_ms = 0;
   int best = 1, worst_chunks = 0;
@@ -281,9 +318,9 @@ inline Model measure_stages(Model m, const Buffers& b, int C, cudaStream_t up, c
 }
 
 // Times the copies of a C-chunk pipeline (C = --chunks), sizes the kernel to 0.9 of one chunk's
-// copy inside the pipeline (so that the copy engines pace it), then times the kernel stage and
-// the fixed cost of one operation.
-inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
+// copy inside the pipeline (so that the copy engines pace it) unless `iterations` is given, then
+// times the kernel stage and the fixed cost of one operation.
+inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up, int iterations = 0) {
   Model m;
   if (!run.measure()) return m;  // the defaults: nothing is timed
   const int C = run.chunks, repeats = run.repeats, engines = run.engines;
@@ -307,8 +344,8 @@ inline Model measure_model(const Buffers& b, const Run& run, cudaStream_t up) {
   };
   double busy_ms = 0;
   for (int i = 0; i < 200 && busy_ms < 100; ++i) busy_ms += kernel_ms(b.elements, 1024, 0, 1);
-  m.iterations = 1024;
-  for (int round = 0; round < 3; ++round) {
+  m.iterations = iterations > 0 ? iterations : 1024;
+  for (int round = 0; round < 3 && iterations == 0; ++round) {
     const double ms = kernel_ms(b.size(0, C), m.iterations, 1, 5);
     const double scaled = ms > 0 ? m.iterations * (0.9 * m.copy_pace_ms) / ms : 1 << 20;
     m.iterations = static_cast<int>(std::min<double>(1 << 20, std::max(1.0, std::round(scaled))));
