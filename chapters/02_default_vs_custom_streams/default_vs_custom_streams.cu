@@ -16,7 +16,7 @@
 //   (the same with --default-stream per-thread for the second build)
 //
 // What to expect (default_vs_custom_streams_lab.cuh keeps the kernels' records, the timing helper
-// and the seed parts' CPU checks; a reader may skip it)
+// and the seed parts' inputs; a reader may skip it)
 //   1. concurrency: 8 kernels of 2 ms take 16 ms in stream 0, about 2 ms in 8 created streams.
 //   2. legacy: a tiny kernel in the legacy default stream between kernel A and kernel B of two
 //      blocking streams doubles their time; non-blocking streams do not wait for it.
@@ -53,8 +53,8 @@ constexpr cs::Compare kAtLeast = cs::Compare::at_least, kAtMost = cs::Compare::a
 
 // Kernels ---------------------------------------------------------------------------------------
 // Waits task.duration_ns on the GPU's global timer (the same time at any clock), then writes when
-// it ran. max_iters ends it only if the timer stands still (a clock64() bound ended
-// waits early under the sanitizer: a block may resume on another SM, with another cycle counter).
+// it ran. max_iters ends it only if the timer stands still (a clock64() bound ended waits early
+// under the sanitizer: a block may resume on another SM, with another cycle counter).
 __global__ void spin_kernel(lab::SpinTask task) {
   const unsigned long long start = cs::globaltimer_ns(), max_iters = task.duration_ns + 100000;
   unsigned long long now = start;
