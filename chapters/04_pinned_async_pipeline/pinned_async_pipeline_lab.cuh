@@ -1,5 +1,5 @@
-// Chapter 04's run, which a reader may skip: flags and skip reasons, buffers, the CPU's reference,
-// the bound and part chunks' sweep (the lesson's parts 4 and 5), and the measurements behind it.
+// Chapter 04's run, which a reader may skip: passes, copy figures, flags and skip reasons, buffers,
+// the CPU's reference, the bound, part chunks' sweep (parts 4 and 5) and the measurements behind.
 #pragma once
 
 #include <cuda_runtime.h>
