@@ -2,9 +2,8 @@
 # scripts/cores.py --check on a made-up chapter whose lesson holds its core as --write copies it:
 # a core of 5 to 25 lines with a taught call passes (in the block form and in the counted forms);
 # a core of 26 lines, one of 4 lines, or one whose only CUDA call is in a comment (a line of its
-# own, a trailing one) or a string fails and names
-# the chapter, the part and the problem; so does a lesson whose excerpt was edited by hand, or
-# whose part section does not open with its core.
+# own, a trailing one) or a string fails and names the chapter, the part and the problem; so does
+# a lesson whose excerpt was edited by hand, or whose part section does not open with its core.
 #
 #   core_rule_cases.sh SOURCE_DIR WORK_DIR PYTHON
 set -u
