@@ -365,7 +365,7 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
   const std::string waited = cs::format_ms(cs::host_now_ms() - from);
   guard.cancel();
   cs::check_that("watchdog_ended_wait", guard.fired && vflags[1] == 777,
-                 cs::format("the wait ended after %s; the watchdog %s; flag 1 = %u", waited.c_str(),
+                 cs::format("the wait ended after %s, the watchdog %s, flag 1 = %u", waited.c_str(),
                             guard.fired ? "fired" : "did not fire", vflags[1]));
   CS_CHECK(cudaFreeHost(flags));
   CS_CHECK(cudaStreamDestroy(a));
