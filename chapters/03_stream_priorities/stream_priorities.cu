@@ -57,10 +57,10 @@ __device__ void spin_for(unsigned long long ns) {
 // registers makes the SM's thread slots, not its registers, limit how many of its blocks fit: a
 // full wave of flood blocks then leaves no room for any other block.
 __global__ void __maxnreg__(kFloodMaxRegisters)
-    flood_kernel(int block_us, volatile int* started, unsigned int* blocks_done) {
+    flood_kernel(int block_us, volatile unsigned int* started, unsigned int* blocks_done) {
   if (threadIdx.x == 0) {
     if (blockIdx.x == 0) {
-      *started = 1;
+      *started = 1u;
       __threadfence_system();
     }
     spin_for(block_us * 1000ull);
@@ -162,8 +162,8 @@ void part_pytorch() {
 // The buffers and events every run shares, and the tally of what the runs computed.
 struct Bench {
   explicit Bench(int short_blocks) : out_count(short_blocks * kThreads) {
-    CS_CHECK(cudaHostAlloc(&started_host, sizeof(int), cudaHostAllocMapped));
-    CS_CHECK(cudaHostGetDevicePointer(&started, const_cast<int*>(started_host), 0));
+    CS_CHECK(cudaHostAlloc(&started_host, sizeof(unsigned int), cudaHostAllocMapped));
+    CS_CHECK(cudaHostGetDevicePointer(&started, const_cast<unsigned int*>(started_host), 0));
     CS_CHECK(cudaMalloc(&blocks_done, kCounterBytes));
     CS_CHECK(cudaMalloc(&short_out, out_count * sizeof(int)));
     // Zeroed now, not only before each run: the warm-up launch counts its block too.
@@ -181,15 +181,13 @@ struct Bench {
     CS_CHECK(cudaEventDestroy(finished));
     CS_CHECK(cudaFree(short_out));
     CS_CHECK(cudaFree(blocks_done));
-    CS_CHECK(cudaFreeHost(const_cast<int*>(started_host)));
+    CS_CHECK(cudaFreeHost(const_cast<unsigned int*>(started_host)));
   }
   Bench(const Bench&) = delete;  // owns its buffers and events
 
   // Waits until the flood's block 0 has raised the flag, then settle_us more.
   void wait_until_started(int settle_us) const {
-    const double give_up = cs::host_now_ms() + kStartTimeoutS * 1000.0;
-    while (*started_host == 0 && cs::host_now_ms() < give_up) continue;
-    if (*started_host == 0) {
+    if (!cs::wait_for_flag(started_host, 1u, kStartTimeoutS * 1000.0)) {
       std::fprintf(stderr, "error: the flood kernel did not start within %d s\n", kStartTimeoutS);
       std::exit(cs::kFailExitCode);
     }
@@ -224,10 +222,10 @@ struct Bench {
   // The short kernel's threads; the runs (floods) so far, and the floods that counted every one
   // of their blocks.
   int out_count, runs = 0, full = 0;
-  int* started = nullptr;                // the mapped "flood started" flag, for the device
-  volatile int* started_host = nullptr;  // the same flag, for the host
-  unsigned int* blocks_done = nullptr;   // the flood's block counters
-  int* short_out = nullptr;              // the short kernel's output
+  unsigned int* started = nullptr;                // the mapped "flood started" flag, for the device
+  volatile unsigned int* started_host = nullptr;  // the same flag, for the host
+  unsigned int* blocks_done = nullptr;            // the flood's block counters
+  int* short_out = nullptr;                       // the short kernel's output
   // Around the flood, in its stream; around the short kernel, in its own.
   cudaEvent_t flood_start = nullptr, flood_end = nullptr, submitted = nullptr, finished = nullptr;
   cs::Comparison results;

@@ -128,7 +128,7 @@ std::pair<double, double> flood_and_short(GreenBench& b, const lab::Flags& f, cu
   flood_kernel<<<b.flood_blocks, kThreads, 0, flood>>>(f.flood_ms * 1000000ull, b.started, run,
                                                        b.blocks_done, b.span);
   CS_CHECK_LAUNCH();
-  if (!lab::wait_for_flag(b.started, run)) cs::check_that("flood_started", false, "no flood");
+  if (!cs::wait_for_flag(b.started, run, 20000)) cs::check_that("flood_started", false, "no flood");
   std::this_thread::sleep_for(std::chrono::milliseconds(1));  // every flood block is running
   const double submitted = cs::host_now_ms();
   short_kernel<<<b.short_blocks, kThreads, 0, urgent>>>(f.short_us * 1000ull, run, b.out,
@@ -271,7 +271,7 @@ void part_green(const lab::Flags& f, int device, int per_sm, const cs::LaunchEnv
 
 // One stream releases another: B produces, then writes `flag`; A waits for it, then consumes.
 void stream_release(cudaStream_t a, cudaStream_t b, volatile unsigned int* vflag, CUdeviceptr flag,
-                    int watchdog_ms) {
+                    int watchdog_ms, bool broken) {
   constexpr int n = 4 * kThreads;
   unsigned int *data = nullptr, *out = nullptr;
   CS_CHECK(cudaMalloc(&data, n * sizeof(unsigned int)));
@@ -284,7 +284,7 @@ void stream_release(cudaStream_t a, cudaStream_t b, volatile unsigned int* vflag
     CS_CHECK(cudaMemsetAsync(data, 0xff, n * sizeof(unsigned int), b));
     slow_producer<<<4, kThreads, 0, b>>>(data, n, 2000000ull, round);  // 2 ms
     CS_CHECK_LAUNCH();
-    CU_CHECK(drv::cuStreamWriteValue32(b, flag, round, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU_CHECK(drv::cuStreamWriteValue32(b, flag, round - broken, CU_STREAM_WRITE_VALUE_DEFAULT));
     CU_CHECK(drv::cuStreamWaitValue32(a, flag, round, CU_STREAM_WAIT_VALUE_GEQ));
     consumer<<<4, kThreads, 0, a>>>(data, out, n);
     CS_CHECK_LAUNCH();
@@ -332,7 +332,7 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
     std::this_thread::sleep_for(std::chrono::microseconds(200));  // the stream sits on its wait
     const double from = cs::host_now_ms();
     vflags[0] = r;
-    const bool acked = lab::wait_for_flag(&vflags[1], r);
+    const bool acked = cs::wait_for_flag(&vflags[1], r, 20000);  // 20 s: then a bug
     release_us.push_back((cs::host_now_ms() - from) * 1e3);
     fired += guard.cancel() || !acked ? 1 : 0;
   }
@@ -353,7 +353,7 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
                     "release_latency", median_us, cs::Compare::at_most, kReleaseUsMax, " us",
                     "host write to the stream's acknowledgement");
 
-  stream_release(a, b, &vflags[2], flag(2), f.watchdog_ms);
+  stream_release(a, b, &vflags[2], flag(2), f.watchdog_ms, f.broken);
 
   // A wait nobody satisfies (flag 3): without the watchdog, cudaStreamSynchronize would never
   // return. Behind the wait the stream writes 777 into flag 1.
@@ -385,6 +385,7 @@ int main(int argc, char** argv) {
   options.add_int("sms", &f.sms, 1, 256, "green: SMs asked for the short kernel (rounded up)");
   options.add_int("releases", &f.releases, 1, 1000, "memops: host releases of a stream timed");
   options.add_int("watchdog-ms", &f.watchdog_ms, 20, 500, "memops: ms before the watchdog fires");
+  options.add_flag("broken", &f.broken, "memops: B writes the round before A's (a control)");
   options.add_int("repeats", &f.repeats, 1, 20, "timed runs of each case (the fastest counts)");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);  // stdout is line-buffered from here on

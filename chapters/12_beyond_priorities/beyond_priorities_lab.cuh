@@ -2,8 +2,7 @@
 //
 // What is here: the driver functions the chapter calls (from the driver the runtime loaded), a
 // check for driver API calls (CU_CHECK), the flags' defaults (main declares them), SKIP for a
-// part, a host watchdog that releases a stream wait nobody else would, and waiting on a flag in
-// mapped host memory with a timeout.
+// part, and a host watchdog that releases a stream wait nobody else would.
 // Every call the chapter teaches is in beyond_priorities.cu.
 
 #pragma once
@@ -75,8 +74,10 @@ inline void load() {
 
 namespace lab {
 
-struct Flags {  // green: flood_ms, short_us, sms; memops: releases, watchdog_ms; both: repeats
+struct Flags {  // green: flood_ms, short_us, sms; memops: releases, watchdog_ms, broken; both:
+                // repeats
   int flood_ms = 20, short_us = 20, sms = 16, releases = 50, watchdog_ms = 100, repeats = 3;
+  bool broken = false;  // memops: stream B writes the round before (a control)
 };
 
 // Checks a driver API call: exits 1, naming the call and its result ("CUDA_ERROR_INVALID_VALUE").
@@ -94,14 +95,6 @@ inline void skip_part(const cs::Parts& parts, std::string reason, const char* qu
   if (query) reason += cs::format(": %s says CUDA_ERROR_NOT_SUPPORTED", query);  // the query's no
   if (parts.chosen() != "all") cs::skip(reason);
   std::printf("SKIP: %s; this part's checks do not run\n", reason.c_str());
-}
-
-// Waits until the GPU writes `value` into a flag in mapped host memory; false after 20 s (a flag
-// that never comes means a bug: stop, not hang).
-inline bool wait_for_flag(const volatile unsigned int* flag, unsigned int value) {
-  for (const double from = cs::host_now_ms(); *flag != value;)
-    if (cs::host_now_ms() - from > 20000) return false;
-  return true;
 }
 
 // A host thread that writes `value` into `flag` (mapped host memory a stream waits on) when

@@ -33,6 +33,13 @@ EventTimer::~EventTimer() {
   cudaEventDestroy(stop_);
 }
 
+bool wait_for_flag(const volatile unsigned int* flag, unsigned int value, double timeout_ms) {
+  const double from = host_now_ms();
+  while (*flag != value)
+    if (host_now_ms() - from > timeout_ms) return false;
+  return true;
+}
+
 void EventTimer::start(cudaStream_t stream) {
   CS_CHECK(cudaEventRecord(start_, stream));
 }

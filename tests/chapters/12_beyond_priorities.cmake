@@ -42,6 +42,10 @@ chapter_test(NAME part.memops LABELS gpu timing ARGS --part memops
                    "CHECK released_by_stream: .* PASS" "CHECK watchdog_ended_wait: .* PASS"
                    "All [1-9][0-9]* checks passed"
              NO_MATCH "FAIL" "== Part 1")
+# The control: --broken has B write the round before A's value; the watchdog releases every round.
+chapter_test(NAME control.released_by_stream LABELS gpu timing control ARGS --part memops --broken
+             EXIT 1 MATCH "CHECK released_by_stream: 3 of 3 rounds released by the watchdog \\.\\.\\. FAIL"
+                   "CHECK stream_release_results: 0 of [0-9]+ values differ")
 
 # The commands the lesson suggests ("Try:" and "What to try next").
 chapter_test(NAME try.sms_8 LABELS gpu timing ARGS --part green --sms 8

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "cuda_streams/report.hpp"
@@ -34,6 +36,25 @@ TEST(Ratio, ZeroWhenTheDenominatorIsNotPositive) {
   EXPECT_DOUBLE_EQ(cs::ratio(3.0, 2.0), 1.5);
   EXPECT_DOUBLE_EQ(cs::ratio(3.0, 0.0), 0.0);   // nothing timed: 0, not infinity
   EXPECT_DOUBLE_EQ(cs::ratio(3.0, -1.0), 0.0);  // never negative
+}
+
+TEST(WaitForFlag, ReturnsWhenAnotherThreadStoresTheValue) {
+  volatile unsigned int flag = 0;
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    flag = 7;
+  });
+  const double from = cs::host_now_ms();
+  EXPECT_TRUE(cs::wait_for_flag(&flag, 7, 10000));
+  EXPECT_GE(cs::host_now_ms() - from, 15.0);  // it waited for the store, not past it
+  writer.join();
+}
+
+TEST(WaitForFlag, GivesUpAfterTheTimeoutOnAnotherValue) {
+  volatile unsigned int flag = 6;  // a value other than the one awaited never satisfies the wait
+  const double from = cs::host_now_ms();
+  EXPECT_FALSE(cs::wait_for_flag(&flag, 7, 30));
+  EXPECT_GE(cs::host_now_ms() - from, 30.0);
 }
 
 TEST(Compare, FindsEveryMismatchAndKeepsTheFirst) {

@@ -48,6 +48,11 @@ inline double host_now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
+/// Waits on the host until a GPU (or another thread) stores @p value into @p flag, polling mapped
+/// host memory; true when it came, false after @p timeout_ms (a flag that never comes is a bug to
+/// report, not a reason to hang).
+bool wait_for_flag(const volatile unsigned int* flag, unsigned int value, double timeout_ms);
+
 /// A pair of CUDA events that time the work issued between start() and stop() on one stream.
 class EventTimer {
  public:
