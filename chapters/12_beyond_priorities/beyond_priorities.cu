@@ -385,7 +385,7 @@ int main(int argc, char** argv) {
   options.add_int("sms", &f.sms, 1, 256, "green: SMs asked for the short kernel (rounded up)");
   options.add_int("releases", &f.releases, 1, 1000, "memops: host releases of a stream timed");
   options.add_int("watchdog-ms", &f.watchdog_ms, 20, 500, "memops: ms before the watchdog fires");
-  options.add_flag("broken", &f.broken, "memops: B writes the round before A's (a control)");
+  options.add_flag("broken", &f.broken, "memops: B writes the previous round's value (a control)");
   options.add_int("repeats", &f.repeats, 1, 20, "timed runs of each case (the fastest counts)");
   cs::add_common_options(options, &common);
   cs::parse_or_exit(options, argc, argv);  // stdout is line-buffered from here on
