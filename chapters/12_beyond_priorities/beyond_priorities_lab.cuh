@@ -74,10 +74,11 @@ inline void load() {
 
 namespace lab {
 
-struct Flags {  // green: flood_ms, short_us, sms; memops: releases, watchdog_ms, broken; both:
-                // repeats
+// The flags: green's flood_ms, short_us and sms; memops' releases, watchdog_ms and broken (stream
+// B writes the round before A's value: a control); repeats for both.
+struct Flags {
   int flood_ms = 20, short_us = 20, sms = 16, releases = 50, watchdog_ms = 100, repeats = 3;
-  bool broken = false;  // memops: stream B writes the round before (a control)
+  bool broken = false;
 };
 
 // Checks a driver API call: exits 1, naming the call and its result ("CUDA_ERROR_INVALID_VALUE").
