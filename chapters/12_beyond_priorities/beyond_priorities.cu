@@ -42,7 +42,8 @@
 #include "cuda_streams.hpp"
 #include "cuda_streams/device_clock.cuh"
 
-constexpr int kThreads = 128;  // per block, for every kernel of the chapter
+constexpr int kThreads = 128;          // per block, for every kernel of the chapter
+constexpr double kFlagWaitMs = 20000;  // a flag the GPU never writes is a bug: stop, not hang
 
 // Kernels
 
@@ -128,7 +129,8 @@ std::pair<double, double> flood_and_short(GreenBench& b, const lab::Flags& f, cu
   flood_kernel<<<b.flood_blocks, kThreads, 0, flood>>>(f.flood_ms * 1000000ull, b.started, run,
                                                        b.blocks_done, b.span);
   CS_CHECK_LAUNCH();
-  if (!cs::wait_for_flag(b.started, run, 20000)) cs::check_that("flood_started", false, "no flood");
+  if (!cs::wait_for_flag(b.started, run, kFlagWaitMs))
+    cs::check_that("flood_started", false, "no flood");
   std::this_thread::sleep_for(std::chrono::milliseconds(1));  // every flood block is running
   const double submitted = cs::host_now_ms();
   short_kernel<<<b.short_blocks, kThreads, 0, urgent>>>(f.short_us * 1000ull, run, b.out,
@@ -332,7 +334,7 @@ void part_memops(const lab::Flags& f, const cs::CommonOptions& common, const cs:
     std::this_thread::sleep_for(std::chrono::microseconds(200));  // the stream sits on its wait
     const double from = cs::host_now_ms();
     vflags[0] = r;
-    const bool acked = cs::wait_for_flag(&vflags[1], r, 20000);  // 20 s: then a bug
+    const bool acked = cs::wait_for_flag(&vflags[1], r, kFlagWaitMs);
     release_us.push_back((cs::host_now_ms() - from) * 1e3);
     fired += guard.cancel() || !acked ? 1 : 0;
   }

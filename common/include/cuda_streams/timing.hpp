@@ -1,6 +1,7 @@
 /**
  * @file timing.hpp
- * @brief Event timers, warm-up and repeats, and the statistics of the samples.
+ * @brief Event timers, warm-up and repeats, the statistics of the samples, and a host wait for
+ * a flag in mapped memory.
  *
  * Timing on a shared GPU is noisy. Every measurement in the chapters runs a
  * few warm-up iterations (module loading, first-touch page mapping and clock
