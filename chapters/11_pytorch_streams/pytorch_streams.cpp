@@ -155,10 +155,10 @@ void part_serialize(int matrix, int repeats, int spin_ms, int64_t spin, bool con
   const cs::Stats fixed_ms = cs::time_device_ms(1, repeats, [&] { fixed(nullptr); });
   std::printf("  seed %.2f ms, fixed %.2f ms (median of %d runs, %d ms spins)\n", seed_ms.median,
               fixed_ms.median, repeats, spin_ms);
-  const std::string one_queue =
-      env.max_connections == 1
-          ? "CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits for its spin in the one queue"
-          : "";
+  const std::string one_queue = env.max_connections == 1
+                                    ? "CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits for "
+                                      "its spin in the one queue, so the fix serializes too"
+                                    : "";
   const std::string no_concurrency = concurrent_kernels ? "" : "concurrentKernels = 0";
   cs::check_or_skip(cs::first_reason({no_concurrency, cs::no_overlap_reason(env), one_queue}),
                     "seed_sync_serializes", seed_ms.median / std::max(fixed_ms.median, 1e-6),
@@ -296,8 +296,8 @@ void part_priorities() {
   std::printf("; getStreamFromPool(true): %d, (false): %d\n", high, low);
   cs::check_that(
       "priority_mapping", all_match,
-      cs::format("each pool stream's priority is max(p, %d): %d pools for %d device levels",
-                 torch_greatest, torch_least - torch_greatest + 1, least - greatest + 1));
+      cs::format("each pool stream's priority is max(p, %d): PyTorch keeps %d priority pools",
+                 torch_greatest, torch_least - torch_greatest + 1));
 }
 
 // Part 8: torch.device('cuda:0'), .cuda(), .to(device) and torch.cuda.device(k)

@@ -267,7 +267,7 @@ def two_stream_seed(torch, args, spinner):
         return
     if ONE_QUEUE:
         check_skipped("seed_sync_serializes", "CUDA_DEVICE_MAX_CONNECTIONS=1: stream1's multiply waits "
-                      "for its spin in the one queue")
+                      "for its spin in the one queue, so the fix serializes too")
         return
     check_at_least("seed_sync_serializes", seed_ms / max(fixed_ms, 1e-6), SERIALIZATION_RATIO, "x",
                    "seed time / fixed time; ~2x for two equal spins that could overlap")
@@ -409,7 +409,7 @@ def priority_table(torch):
     except RuntimeError as error:
         print(f"  torch.cuda.Stream(priority={torch_least + 1}) is refused: {str(error).splitlines()[0]}")
     check_that("priority_mapping", all_match,
-               f"each stream's priority is max(p, {torch_greatest}): PyTorch keeps "
+               f"each pool stream's priority is max(p, {torch_greatest}): PyTorch keeps "
                f"{torch_least - torch_greatest + 1} priority pools")
 
 
