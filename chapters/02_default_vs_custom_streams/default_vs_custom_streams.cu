@@ -105,7 +105,12 @@ void part_concurrency(const lab::Setup& setup, int kernels) {
   const double speedup = serial.min / concurrent.min;
   std::printf("  default stream: %.2f ms, %d streams: %.2f ms (issued in %.3f ms), speedup %.2fx\n",
               serial.min, kernels, concurrent.min, issued.min, speedup);
-  lab::publish_timeline(setup, log.verify("concurrency_kernel"), kernels);
+  const std::vector<lab::KernelRecord> rec = log.verify("concurrency_kernel");
+  cs::TimelineData timeline;  // the last repeat of each: stream 0's kernels, then the streams'
+  lab::add_kernels(timeline, &rec[rec.size() / 2 - kernels], kernels, "stream 0 #%d", "serial");
+  lab::add_kernels(timeline, &rec[rec.size() - kernels], kernels, "stream %d", "concurrent");
+  cs::publish_timeline(timeline, setup.common,
+                       cs::format("Part 1: in turn in stream 0, together in %d streams", kernels));
   // Ideal: N kernels after kLaunchMs per launch, in one turn however many hardware queues they
   // share (nothing orders them; without concurrentKernels the check skips). 75% of it leaves room
   // for launch jitter and the kernels' start-up on the SMs.
@@ -208,7 +213,12 @@ void part_threads(const lab::Setup& setup, int threads) {
   const double many_ms = cs::summarize(samples).min, speedup = one_thread.min / many_ms;
   std::printf("  fastest round: 1 thread %.2f ms, %d threads %.2f ms, speedup %.2fx\n",
               one_thread.min, threads, many_ms, speedup);
-  log.verify("threads_kernel");
+  // The last round's kernels: the last `threads` launches (each thread's warm-up came before go).
+  const std::vector<lab::KernelRecord> rec = log.verify("threads_kernel");
+  cs::TimelineData timeline;
+  lab::add_kernels(timeline, &rec[rec.size() - threads], threads, "thread %d's stream 0", "kernel");
+  cs::publish_timeline(timeline, setup.common,
+                       kPerThreadBuild ? "Part 3: a stream 0 each" : "Part 3: a shared stream 0");
   // Per-thread: 75% of the ideal, in the turns the queues and the host's cores allow (each
   // thread issues one launch: no issue time). Legacy: ideal 1x, 1.25 leaves room for jitter.
   // The turns the host's cores allow when each thread needs a core while its kernel runs (it spins
@@ -232,8 +242,7 @@ void part_threads(const lab::Setup& setup, int threads) {
 void part_connections(const lab::Setup& setup, int stream_count) {
   // The hardware queues, and the streams that share each queue.
   const int queues = setup.env.max_connections, sharing = (stream_count + queues - 1) / queues;
-  std::printf("  %d hardware queue%s, up to %d stream%s per queue\n", queues,
-              queues == 1 ? "" : "s", sharing, sharing == 1 ? "" : "s");
+  std::printf("  hardware queues: %d, streams per queue: up to %d\n", queues, sharing);
   // Created in one go: on the devices measured the driver deals them out over the queues in turn.
   std::vector<cudaStream_t> streams(stream_count);
   for (cudaStream_t& s : streams) CS_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

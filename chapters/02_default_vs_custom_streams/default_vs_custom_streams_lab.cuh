@@ -42,16 +42,11 @@ struct Setup {
 };
 
 // One measurement (cs::time_issue_and_device_ms): setup.warmup runs (none under --no-timing), then
-// setup.repeats, each on the host's clock until cudaDeviceSynchronize() has returned. After every
-// run a launch check: a launch error stays in cudaGetLastError() until read, and the synchronize
-// calls do not report it. .done: the runs' times; .issue: until the last call of each run had
-// returned.
+// setup.repeats, each on the host's clock until cudaDeviceSynchronize() has returned; a launch
+// error exits. .done: the runs' times; .issue: until the last call of each run had returned.
 template <class Launches>
 cs::IssueAndDone time_issue_ms(const Setup& setup, Launches&& launches) {
-  return cs::time_issue_and_device_ms(setup.warmup, setup.repeats, [&] {
-    launches();
-    CS_CHECK_LAUNCH();
-  });
+  return cs::time_issue_and_device_ms(setup.warmup, setup.repeats, launches);
 }
 template <class Launches>
 cs::Stats time_ms(const Setup& setup, Launches&& launches) {  // the same, its .done alone
@@ -99,23 +94,18 @@ struct KernelLog {
   }
 };
 
-// Part 1's timeline, from the records of n kernels in the default stream, then in n streams
-// (every repeat of each): the last repeat of each, in ms since its first kernel started.
-inline void publish_timeline(const Setup& setup, const std::vector<KernelRecord>& rec, int n) {
-  cs::TimelineData timeline;
-  for (int run = 0; run < 2; ++run) {  // 0: the default stream's, 1: the streams'
-    const KernelRecord* last = &rec[(run + 1) * rec.size() / 2 - n];
-    unsigned long long origin = last[0].start_ns;
-    for (int k = 0; k < n; ++k) origin = std::min(origin, last[k].start_ns);
-    for (int k = 0; k < n; ++k) {
-      timeline.rows.push_back(cs::format(run ? "stream %d" : "default stream, kernel %d", k + 1));
-      timeline.spans.push_back({run * n + k, run ? "concurrent" : "serial", "",
-                                (last[k].start_ns - origin) * 1e-6,
-                                (last[k].end_ns - origin) * 1e-6});
-    }
+// Kernels first[0 .. n) on rows of their own (`row` takes the kernel's number), in ms since the
+// first of them started: parts 1 and 3 draw their timelines from the records, adding no work.
+inline void add_kernels(cs::TimelineData& timeline, const KernelRecord* first, int n,
+                        const char* row, const char* kind) {
+  unsigned long long origin = first[0].start_ns;
+  for (int k = 0; k < n; ++k) origin = std::min(origin, first[k].start_ns);
+  for (int k = 0; k < n; ++k) {
+    timeline.spans.push_back({int(timeline.rows.size()), kind, "",
+                              (first[k].start_ns - origin) * 1e-6,
+                              (first[k].end_ns - origin) * 1e-6});
+    timeline.rows.push_back(cs::format(row, k + 1));
   }
-  const char* title = "Timeline: in turn in the default stream, together in %d streams";
-  cs::publish_timeline(timeline, setup.common, cs::format(title, n));
 }
 
 // `count` values like torch.rand (uniform in [0, 1)) or torch.randn (normal), fixed seed.

@@ -79,7 +79,9 @@ class EventTimer {
  * ones.
  *
  * @p work must issue its GPU work into @p stream (or into streams that
- * @p stream waits on before the stop event).
+ * @p stream waits on before the stop event). A launch error in any run exits, naming it: it stays
+ * in cudaGetLastError() until read, and no synchronize reports it, so a kernel that never ran
+ * would otherwise be timed as a fast one.
  */
 template <class Work>
 Stats time_on_stream_ms(cudaStream_t stream, int warmup, int repeats, Work&& work) {
@@ -93,6 +95,7 @@ Stats time_on_stream_ms(cudaStream_t stream, int warmup, int repeats, Work&& wor
     timer.stop(stream);
     samples.push_back(timer.elapsed_ms());
   }
+  CS_CHECK_LAUNCH();
   return summarize(samples);
 }
 
@@ -107,7 +110,8 @@ struct IssueAndDone {
  * part of that time spent issuing it (until @p work returns).
  *
  * Issue time is the host's share: launches that return at once cost the host little however
- * long the work runs; a host that launches one kernel at a time pays per launch.
+ * long the work runs; a host that launches one kernel at a time pays per launch. A launch error
+ * in any run exits, naming it (see time_on_stream_ms()).
  */
 template <class Work>
 IssueAndDone time_issue_and_device_ms(int warmup, int repeats, Work&& work) {
@@ -121,6 +125,7 @@ IssueAndDone time_issue_and_device_ms(int warmup, int repeats, Work&& work) {
     CS_CHECK(cudaDeviceSynchronize());
     done.push_back(host_now_ms() - begin);
   }
+  CS_CHECK_LAUNCH();
   return {summarize(issued), summarize(done)};
 }
 
