@@ -53,13 +53,16 @@ __device__ void spin_for(unsigned long long ns) {
 }
 
 // The flood: every block holds its SM slot for block_us, then counts itself. Block 0 raises
-// `started` in mapped host memory, so that the host knows the flood is on the GPU. Capping its
+// `started` in mapped host memory, so that the host knows the flood is on the GPU, and notes when
+// it began in stamps[0] (the picture's time zero on the GPU's clock). Capping its
 // registers makes the SM's thread slots, not its registers, limit how many of its blocks fit: a
 // full wave of flood blocks then leaves no room for any other block.
 __global__ void __maxnreg__(kFloodMaxRegisters)
-    flood_kernel(int block_us, volatile unsigned int* started, unsigned int* blocks_done) {
+    flood_kernel(int block_us, volatile unsigned int* started, unsigned int* blocks_done,
+                 unsigned long long* stamps) {
   if (threadIdx.x == 0) {
     if (blockIdx.x == 0) {
+      stamps[0] = cs::globaltimer_ns();
       *started = 1u;
       __threadfence_system();
     }
@@ -70,8 +73,9 @@ __global__ void __maxnreg__(kFloodMaxRegisters)
 }
 
 // The latency-sensitive work: a short fixed time per block, then one value per thread (for
-// request number `request`, which the host checks).
-__global__ void short_kernel(int work_us, int request, int* out) {
+// request number `request`, which the host checks). stamps[1] keeps when its first block began.
+__global__ void short_kernel(int work_us, int request, int* out, unsigned long long* stamps) {
+  if (threadIdx.x == 0) atomicMin(&stamps[1], cs::globaltimer_ns());
   if (threadIdx.x == 0) spin_for(work_us * 1000ull);
   __syncthreads();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -166,6 +170,7 @@ struct Bench {
     CS_CHECK(cudaHostGetDevicePointer(&started, const_cast<unsigned int*>(started_host), 0));
     CS_CHECK(cudaMalloc(&blocks_done, kCounterBytes));
     CS_CHECK(cudaMalloc(&short_out, out_count * sizeof(int)));
+    CS_CHECK(cudaMalloc(&stamps, 2 * sizeof(unsigned long long)));
     // Zeroed now, not only before each run: the warm-up launch counts its block too.
     CS_CHECK(cudaMemset(blocks_done, 0, kCounterBytes));
     CS_CHECK(cudaDeviceSynchronize());  // a legacy-stream memset: non-blocking streams don't wait
@@ -180,6 +185,7 @@ struct Bench {
     CS_CHECK(cudaEventDestroy(submitted));
     CS_CHECK(cudaEventDestroy(finished));
     CS_CHECK(cudaFree(short_out));
+    CS_CHECK(cudaFree(stamps));
     CS_CHECK(cudaFree(blocks_done));
     CS_CHECK(cudaFreeHost(const_cast<unsigned int*>(started_host)));
   }
@@ -209,7 +215,9 @@ struct Bench {
     CS_CHECK(cudaEventElapsedTime(&at[0], flood_start, submitted));
     CS_CHECK(cudaEventElapsedTime(&at[1], flood_start, finished));
     CS_CHECK(cudaEventElapsedTime(&at[2], flood_start, flood_end));
-    return {at[0], at[1], at[2]};
+    unsigned long long began[2] = {};  // the flood's block 0, the short kernel's first block
+    CS_CHECK(cudaMemcpy(began, stamps, sizeof(began), cudaMemcpyDeviceToHost));
+    return {at[0], at[1], at[2], (began[1] - began[0]) * 1e-6};
   }
 
   // The CHECK lines of every run so far: the short kernel's values, every flood block counted.
@@ -226,37 +234,36 @@ struct Bench {
   volatile unsigned int* started_host = nullptr;  // the same flag, for the host
   unsigned int* blocks_done = nullptr;            // the flood's block counters
   int* short_out = nullptr;                       // the short kernel's output
+  unsigned long long* stamps = nullptr;           // when the two kernels began (see the kernels)
   // Around the flood, in its stream; around the short kernel, in its own.
   cudaEvent_t flood_start = nullptr, flood_end = nullptr, submitted = nullptr, finished = nullptr;
   cs::Comparison results;
 };
 
 // One run: the flood (flood_blocks blocks of block_us each) from flood_stream, then, once it
-// holds the SMs, the short kernel from short_stream, between two events in its own stream;
-// drawn on two rows of a timeline when given one.
+// holds the SMs, the short kernel from short_stream, between two events in its own stream.
 lab::Run run_once(Bench& b, const lab::Setup& setup, cudaStream_t flood_stream, int flood_blocks,
-                  int block_us, cudaStream_t short_stream, cs::Timeline* timeline = nullptr,
-                  const std::string& flood_row = "", const std::string& short_row = "") {
-  // Clear the flood's counters and the short kernel's output, let the GPU go idle, lower the flag.
+                  int block_us, cudaStream_t short_stream) {
+  // Clear the flood's counters, the short kernel's output and its start (to the largest value),
+  // let the GPU go idle, lower the flag.
   CS_CHECK(cudaMemsetAsync(b.blocks_done, 0, kCounterBytes, flood_stream));
   CS_CHECK(cudaMemsetAsync(b.short_out, 0xff, b.out_count * sizeof(int), flood_stream));
+  CS_CHECK(cudaMemsetAsync(b.stamps, 0xff, 2 * sizeof(unsigned long long), flood_stream));
   CS_CHECK(cudaStreamSynchronize(flood_stream));
   *b.started_host = 0;
   const int request = ++b.runs;  // this run's number, which the short kernel writes
   // core: latency
-  auto flood_span = lab::span(timeline, flood_row, "flood", flood_stream);
   CS_CHECK(cudaEventRecord(b.flood_start, flood_stream));
-  flood_kernel<<<flood_blocks, kThreads, 0, flood_stream>>>(block_us, b.started, b.blocks_done);
+  flood_kernel<<<flood_blocks, kThreads, 0, flood_stream>>>(block_us, b.started, b.blocks_done,
+                                                            b.stamps);
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaEventRecord(b.flood_end, flood_stream));
-  flood_span.end();
   b.wait_until_started(setup.settle_us);  // the flood's block 0 raised the flag; then settle
-  auto short_span = lab::span(timeline, short_row, "short kernel, submit to finish", short_stream);
   CS_CHECK(cudaEventRecord(b.submitted, short_stream));
-  short_kernel<<<setup.sms, kThreads, 0, short_stream>>>(setup.short_us, request, b.short_out);
+  short_kernel<<<setup.sms, kThreads, 0, short_stream>>>(setup.short_us, request, b.short_out,
+                                                         b.stamps);
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaEventRecord(b.finished, short_stream));
-  short_span.end();
   CS_CHECK(cudaStreamSynchronize(short_stream));
   CS_CHECK(cudaStreamSynchronize(flood_stream));
   // end core
@@ -290,18 +297,15 @@ void part_latency(const lab::Setup& setup, const cs::LaunchEnvironment& env,
 
   Bench bench(setup.sms);
   // Load both kernels before anything is timed.
-  flood_kernel<<<1, kThreads, 0, flood_stream>>>(0, bench.started, bench.blocks_done);
-  short_kernel<<<setup.sms, kThreads, 0, flood_stream>>>(0, 0, bench.short_out);
+  flood_kernel<<<1, kThreads, 0, flood_stream>>>(0, bench.started, bench.blocks_done, bench.stamps);
+  short_kernel<<<setup.sms, kThreads, 0, flood_stream>>>(0, 0, bench.short_out, bench.stamps);
   CS_CHECK_LAUNCH();
   CS_CHECK(cudaStreamSynchronize(flood_stream));
-  cs::Timeline timeline;  // one run of each case, drawn
-  timeline.start(flood_stream);
-  run_once(bench, setup, flood_stream, setup.blocks, setup.block_us, high, &timeline,
-           "flood, " + low_name, "short, " + high_name);
-  run_once(bench, setup, flood_stream, setup.blocks, setup.block_us, low, &timeline,
-           "flood, " + low_name, "short, " + low_name);
-  cs::publish_timeline(timeline.collect(), common,
-                       "One flood with the short kernel from each stream, high priority first:");
+  // One run of each case, drawn: the short kernel waits for SM slots, then runs.
+  lab::publish_run(run_once(bench, setup, flood_stream, setup.blocks, setup.block_us, high),
+                   low_name, high_name, common);
+  lab::publish_run(run_once(bench, setup, flood_stream, setup.blocks, setup.block_us, low),
+                   low_name, low_name, common);
   std::vector<lab::Run> high_runs, low_runs;
   for (int i = 0; i < 2 * setup.repeats; ++i) {  // high, low, low, high, ...: drift touches both
     const bool from_high = i % 2 == i / 2 % 2;

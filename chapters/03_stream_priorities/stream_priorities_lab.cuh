@@ -66,9 +66,10 @@ inline void size_flood(const cudaDeviceProp& prop, Setup* s) {
 }
 
 // One run, in ms since the event recorded just before the flood in its stream: the events just
-// before and just after the short kernel in its own stream, and the flood's end.
+// before and just after the short kernel in its own stream, and the flood's end; and when the
+// short kernel's first block began, on the GPU's clock since the flood's block 0 began.
 struct Run {
-  double submitted_ms = 0, finished_ms = 0, flood_ms = 0;
+  double submitted_ms = 0, finished_ms = 0, flood_ms = 0, started_ms = 0;
 };
 
 // Medians of a case's runs, in ms. flood_left (what the flood still had to run) is negative when
@@ -88,11 +89,17 @@ inline Summary summarize(const std::vector<Run>& runs) {
   return {cs::median(latency), cs::median(reached), cs::median(ends), cs::median(left)};
 }
 
-// A span on `row` of `timeline`, where run_once() draws its flood and its short kernel; none
-// without a timeline (the timed runs).
-inline cs::TimelineSpan span(cs::Timeline* timeline, const std::string& row, const char* kind,
-                             cudaStream_t stream) {
-  return timeline ? timeline->span(row, kind, stream) : cs::TimelineSpan();
+// One run drawn: the flood on one row; on the other the short kernel waiting (from its event
+// before it to its first block's start, within the two events) and running. The flood's first
+// block begins microseconds after its event: the two clocks agree to that much.
+inline void publish_run(const Run& run, const std::string& flood_priority,
+                        const std::string& short_priority, const cs::CommonOptions& common) {
+  const double began = std::clamp(run.started_ms, run.submitted_ms, run.finished_ms);
+  cs::TimelineData data{{"flood, " + flood_priority, "short, " + short_priority}, {}};
+  data.spans.push_back({0, "flood", "", 0, run.flood_ms});
+  data.spans.push_back({1, "waiting for SM slots", "", run.submitted_ms, began});
+  data.spans.push_back({1, "running", "", began, run.finished_ms});
+  cs::publish_timeline(data, common, "The short kernel at " + short_priority + ":");
 }
 
 // Why part 3's or part 4's timed check cannot hold here, or "" (queried, never measured):
