@@ -171,8 +171,9 @@ struct Bench {
     CS_CHECK(cudaMalloc(&blocks_done, kCounterBytes));
     CS_CHECK(cudaMalloc(&short_out, out_count * sizeof(int)));
     CS_CHECK(cudaMalloc(&stamps, 2 * sizeof(unsigned long long)));
-    // Zeroed now, not only before each run: the warm-up launch counts its block too.
+    // Set now, not only before each run: the warm-up launches count a block and note their start.
     CS_CHECK(cudaMemset(blocks_done, 0, kCounterBytes));
+    CS_CHECK(cudaMemset(stamps, 0xff, 2 * sizeof(unsigned long long)));
     CS_CHECK(cudaDeviceSynchronize());  // a legacy-stream memset: non-blocking streams don't wait
     CS_CHECK(cudaEventCreate(&flood_start));
     CS_CHECK(cudaEventCreate(&flood_end));

@@ -41,11 +41,11 @@ endforeach()
 foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
   chapter_test(NAME timing.connections_8 EXE ${exe} ARGS --part connections LABELS gpu timing
                ENV CUDA_DEVICE_MAX_CONNECTIONS=8
-               MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=8:" "  8 hardware queues, up to"
+               MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=8:" "  hardware queues: 8, streams per queue: up to"
                      "CHECK false_dependencies: .* PASS" "CHECK breadth_first_no_slower: .* PASS")
   chapter_test(NAME timing.connections_32 EXE ${exe} ARGS --part connections LABELS gpu timing
                ENV CUDA_DEVICE_MAX_CONNECTIONS=32
-               MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=32:" "  32 hardware queues, up to"
+               MATCH "Environment: CUDA_DEVICE_MAX_CONNECTIONS=32:" "  hardware queues: 32, streams per queue: up to"
                      "CHECK depth_first_within_ideal: .* PASS"
                      "CHECK breadth_first_within_ideal: .* PASS")
 endforeach()
@@ -72,7 +72,7 @@ foreach(exe IN ITEMS ${ch02_legacy} ${ch02_per_thread})
   chapter_test(NAME env.one_connection EXE ${exe} LABELS gpu timing
                ENV CUDA_DEVICE_MAX_CONNECTIONS=1
                MATCH "CUDA_DEVICE_MAX_CONNECTIONS=1: the streams share 1 hardware work queue"
-                     "1 hardware queue, up to 32 streams per queue"
+                     "hardware queues: 1, streams per queue: up to 32"
                      "All [1-9][0-9]* checks passed" NO_MATCH "FAIL")
 endforeach()
 
@@ -162,7 +162,7 @@ chapter_test(NAME try.legacy_10ms ARGS --part legacy --kernel-ms 10 LABELS gpu t
              MATCH "CHECK stream0_serializes_blocking_streams: .* PASS")
 chapter_test(NAME try.streams_48_on_16 ARGS --part connections --streams 48 LABELS gpu timing
              ENV CUDA_DEVICE_MAX_CONNECTIONS=16
-             MATCH "16 hardware queues, up to 3 streams per queue" "All [1-9][0-9]* checks passed")
+             MATCH "hardware queues: 16, streams per queue: up to 3" "All [1-9][0-9]* checks passed")
 chapter_test(NAME try.trace ARGS --part concurrency --trace ch02.json LABELS gpu timing
              MATCH "ch02.json" "All [1-9][0-9]* checks passed")
 # The "Try:" line of each part.
