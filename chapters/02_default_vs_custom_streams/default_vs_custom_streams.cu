@@ -213,7 +213,8 @@ void part_threads(const lab::Setup& setup, int threads) {
   const double many_ms = cs::summarize(samples).min, speedup = one_thread.min / many_ms;
   std::printf("  fastest round: 1 thread %.2f ms, %d threads %.2f ms, speedup %.2fx\n",
               one_thread.min, threads, many_ms, speedup);
-  // The last round's kernels: the last `threads` launches (each thread's warm-up came before go).
+  // The last round: its last `threads` records (each thread's warm-up came before go), numbered
+  // in the order the threads took them.
   const std::vector<lab::KernelRecord> rec = log.verify("threads_kernel");
   cs::TimelineData timeline;
   lab::add_kernels(timeline, &rec[rec.size() - threads], threads, "thread %d's stream 0", "kernel");
