@@ -133,13 +133,17 @@ void publish_timeline(const TimelineData& data, const CommonOptions& common,
     if (published().size() == 1) {
       svg = render_svg(published()[0].data, published()[0].title).text;
     } else {
-      // Stack the charts, one below the other, on one time scale for all of them, so that
-      // their lengths compare at a glance.
+      // Stack the charts, one below the other, on one time scale and with time zero at one x
+      // for all of them, so that their lengths compare at a glance.
       double axis_ms = 0;
-      for (const Published& p : published()) axis_ms = std::max(axis_ms, p.data.end_ms());
+      std::size_t label_chars = 0;
+      for (const Published& p : published()) {
+        axis_ms = std::max(axis_ms, p.data.end_ms());
+        for (const std::string& row : p.data.rows) label_chars = std::max(label_chars, row.size());
+      }
       std::vector<SvgPicture> pictures;
       for (const Published& p : published())
-        pictures.push_back(render_svg(p.data, p.title, axis_ms));
+        pictures.push_back(render_svg(p.data, p.title, axis_ms, label_chars));
       svg = stack_svg(pictures).text;
     }
     write_file(common.svg_path, svg, "SVG picture");

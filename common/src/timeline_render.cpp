@@ -261,12 +261,12 @@ std::string render_chrome_trace(const TimelineData& data, const std::string& pro
          chrome_trace_events(data, process_name, 1) + "\n]}\n";
 }
 
-SvgPicture render_svg(const TimelineData& data, const std::string& title, double axis_ms) {
+SvgPicture render_svg(const TimelineData& data, const std::string& title, double axis_ms,
+                      std::size_t label_chars) {
   static const char* palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                   "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
   const Axis axis = axis_for(std::max(axis_ms, data.end_ms()), 5);
   const double total = axis.end_ms();
-  std::size_t label_chars = 0;
   for (const std::string& row : data.rows) label_chars = std::max(label_chars, row.size());
   const double left = 12 + 7.5 * static_cast<double>(label_chars);
   const double chart_width = 760;

@@ -347,6 +347,22 @@ TEST(RenderSvg, ATinySpanIsStillVisible) {
   EXPECT_EQ(attribute(svg, "width", tiny), "2.00") << svg;
 }
 
+// Given the longest label of both, two pictures put time zero (the axis line's start) at one x.
+TEST(RenderSvg, SharedLabelWidthLinesUpTimeZero) {
+  cs::TimelineData one_row;
+  one_row.rows = {"a much longer stream name"};
+  one_row.spans = {{0, "kernel", "", 0.0, 20.0}};
+  const std::size_t longest = one_row.rows[0].size();
+  const std::string own = cs::render_svg(two_streams(), "own", 20.0).text;
+  const std::string shared = cs::render_svg(two_streams(), "shared", 20.0, longest).text;
+  const std::string other = cs::render_svg(one_row, "other", 20.0, longest).text;
+  const auto axis_x = [](const std::string& svg) {
+    return attribute(svg, "x1", svg.find("<line"));
+  };
+  EXPECT_EQ(axis_x(shared), axis_x(other));
+  EXPECT_NE(axis_x(own), axis_x(other));  // without it, the shorter labels start the chart sooner
+}
+
 TEST(StackSvg, OnePictureBelowTheOtherWithAViewBox) {
   const cs::SvgPicture first = cs::render_svg(two_streams(), "first", 20.0);
   cs::TimelineData one_row;

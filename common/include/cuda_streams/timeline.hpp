@@ -73,9 +73,12 @@ struct SvgPicture {
  * step (1, 2, 2.5 or 5 times a power of ten), with a tick on every step, so that several
  * pictures given the same @p axis_ms share one scale. The document has a `viewBox` and
  * `width="100%"`, so it scales down to the column it is shown in. A span shorter than two
- * pixels is drawn two pixels wide.
+ * pixels is drawn two pixels wide. The row labels take the width of the longest, or of
+ * @p label_chars characters if that is more: pictures given the same @p label_chars (the
+ * longest label among them) put time zero at the same x, so that stacked, their axes line up.
  */
-SvgPicture render_svg(const TimelineData& data, const std::string& title, double axis_ms = 0);
+SvgPicture render_svg(const TimelineData& data, const std::string& title, double axis_ms = 0,
+                      std::size_t label_chars = 0);
 
 /// @p pictures one below the other in one SVG document (with a viewBox, scaling like one
 /// picture); its size is the widest picture's width and the sum of their heights.
