@@ -29,6 +29,11 @@ for dir in "$root"/chapters/[0-9][0-9]_*/; do
   for program in "$build/bin/$name" "$build/bin/${name}"_*; do
     [ -x "$program" ] || continue
     exe=$(basename "$program")
+    # A second executable counts only where the lesson runs it (02's per-thread build does;
+    # 13's sm75 build is a test's fixture, compiled for the wrong device on purpose).
+    if [ "$exe" != "$name" ] && ! grep -qE "build/bin/$exe([^A-Za-z0-9_]|\$)" "$dir/README.md"; then
+      continue
+    fi
     "${clean_env[@]}" "$program" --trace "$out/$exe.trace.json" --svg "$out/$exe.svg" \
       >"$out/$exe.txt" 2>&1
     echo "$exe: exit $?" | tee -a "$out/exit_codes.txt"
