@@ -1,8 +1,8 @@
 // Chapter 02's measurement machinery: not the lesson, and a reader may skip this file. KernelLog
-// keeps where the spin kernels write when they ran (part 1's timeline is drawn from those records,
-// so drawing it adds no work to the streams); then the timing helper and the seed parts' inputs
-// (their CPU checks are common's). This header is compiled into the program, so in the per-thread
-// build a 0 stream here is the calling thread's default stream too.
+// keeps where the spin kernels write when they ran (parts 1 and 3 draw their timelines from those
+// records, so drawing adds no work to the streams); then the timing helper and the seed parts'
+// inputs (their CPU checks are common's). This header is compiled into the program, so in the
+// per-thread build a 0 stream here is the calling thread's default stream too.
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Chapter 03's measurement machinery, which a reader may skip: the flags and the flood they size,
-// the medians of repeated runs and their table, and the settings under which no priority can act.
-// The CUDA calls are all in stream_priorities.cu.
+// the medians of repeated runs and their table, one run's drawing, and the settings under which no
+// priority can act. The CUDA calls are all in stream_priorities.cu.
 
 #pragma once
 
