@@ -7,7 +7,8 @@
 #
 #   core_rule_cases.sh SOURCE_DIR WORK_DIR PYTHON
 set -u
-source_dir=$1 work=$2/core_rule_case python=$3
+source_dir=$1 work=$(mktemp -d "$2/core_rule_case.XXXXXX") python=$3
+trap 'rm -rf "$work"' EXIT  # a folder of its own: two test runs at once do not share it
 failures=0
 rm -rf "$work" && mkdir -p "$work/chapters/99_demo" && cd "$work"
 program() {  # the program: a part "demo" whose core is the lines given (one per argument)

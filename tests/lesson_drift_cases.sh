@@ -6,7 +6,8 @@
 #
 #   lesson_drift_cases.sh SOURCE_DIR WORK_DIR PYTHON
 set -u
-source_dir=$1 work=$2/lesson_drift_case python=$3
+source_dir=$1 work=$(mktemp -d "$2/lesson_drift_case.XXXXXX") python=$3
+trap 'rm -rf "$work"' EXIT  # a folder of its own: two test runs at once do not share it
 failures=0
 rm -rf "$work" && mkdir -p "$work/chapters/99_demo" "$work/out/settings" && cd "$work"
 cat >out/99_demo.txt <<'OUT'
