@@ -10,7 +10,7 @@ set -u
 source_dir=$1 work=$(mktemp -d "$2/core_rule_case.XXXXXX") python=$3
 trap 'rm -rf "$work"' EXIT  # a folder of its own: two test runs at once do not share it
 failures=0
-rm -rf "$work" && mkdir -p "$work/chapters/99_demo" && cd "$work"
+mkdir -p "$work/chapters/99_demo" && cd "$work"
 program() {  # the program: a part "demo" whose core is the lines given (one per argument)
   {
     printf 'void part_demo(cudaStream_t s) {\n  // core: demo\n'

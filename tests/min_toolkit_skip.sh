@@ -8,7 +8,7 @@
 set -u
 source_dir=$1 work=$(mktemp -d "$2/min_toolkit_skip.XXXXXX") cmake=${3:-cmake}
 trap 'rm -rf "$work"' EXIT  # a folder of its own: two test runs at once do not share it
-rm -rf "$work" && mkdir -p "$work/13_demo" "$work/14_demo"
+mkdir -p "$work/13_demo" "$work/14_demo"
 cat >"$work/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.25)
 project(min_toolkit_skip LANGUAGES NONE)

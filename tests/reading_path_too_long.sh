@@ -6,7 +6,6 @@
 set -eu
 source_dir=$1 work=$(mktemp -d "$2/reading_path_case.XXXXXX") python=$3
 trap 'rm -rf "$work"' EXIT  # a folder of its own: two test runs at once do not share it
-rm -rf "$work"
 mkdir -p "$work/chapters/99_long"
 cd "$work"
 for i in $(seq 1 520); do echo "int value_$i = 0;"; done >chapters/99_long/long.cu

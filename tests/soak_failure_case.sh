@@ -8,7 +8,6 @@
 set -eu
 source_dir=$1 work=$(mktemp -d "$2/soak_failure_case.XXXXXX")
 trap 'rm -rf "$work"' EXIT  # a folder of its own: two test runs at once do not share it
-rm -rf "$work"
 mkdir -p "$work/bin"
 # The skip goes through the real expect.sh, under the strict mode soak.sh exported.
 cat >"$work/bin/ctest" <<FAKE
