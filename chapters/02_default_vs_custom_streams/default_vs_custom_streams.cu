@@ -220,20 +220,20 @@ void part_threads(const lab::Setup& setup, int threads) {
   lab::add_kernels(timeline, &rec[rec.size() - threads], threads, "thread %d's stream 0", "kernel");
   cs::publish_timeline(timeline, setup.common,
                        kPerThreadBuild ? "Part 3: a stream 0 each" : "Part 3: a shared stream 0");
-  // Per-thread: 75% of the ideal, in the turns the queues and the host's cores allow (each
-  // thread issues one launch: no issue time). Legacy: ideal 1x, 1.25 leaves room for jitter.
-  // The turns the host's cores allow when each thread needs a core while its kernel runs (it spins
-  // in its synchronize): one core stays with the timing thread, and the OS packs the rest up to one
-  // turn looser than perfectly (on the H200's 16-core host, 32 threads took four turns, not three).
+  // Per-thread: 75% of the ideal (each thread issues one launch: no issue time). Each thread
+  // needs a core while its kernel runs (it spins in its synchronize), and one core stays with the
+  // timing thread: past the free cores the OS decides how the threads take turns (32 threads on an
+  // H100's 16-core host: 2 to 6 turns in 13 runs), and the bar says only that they did not
+  // serialize. Legacy: ideal 1x, 1.25 leaves room for jitter.
   const int cores = std::max(1, int(std::thread::hardware_concurrency()) - 1);
-  const int host_turns = threads <= cores ? 1 : (threads + cores - 1) / cores + 1;
-  const int turns = std::max(setup.prop.concurrentKernels ? 1 : threads, host_turns);
-  const double ideal = double(threads) / turns;
+  const int turns = setup.prop.concurrentKernels ? 1 : threads;
+  const double ideal = double(threads) / turns, bar = threads > cores ? 2.0 : 0.75 * ideal;
+  const std::string why = cs::format("0.75 x ideal %.2fx: %d kernels in %d turn%s", ideal, threads,
+                                     turns, turns == 1 ? "" : "s");
   if (kPerThreadBuild)
-    cs::check_or_skip(setup.timing_skip, "threads_run_concurrently", speedup, kAtLeast,
-                      0.75 * ideal, "x",
-                      cs::format("0.75 x ideal %.2fx: %d kernels in %d turn%s", ideal, threads,
-                                 turns, turns == 1 ? "" : "s"));
+    cs::check_or_skip(
+        setup.timing_skip, "threads_run_concurrently", speedup, kAtLeast, bar, "x",
+        threads > cores ? "more threads than free cores: the OS sets the turns" : why);
   else
     cs::check_or_skip(setup.timing_skip, "threads_share_the_legacy_stream", speedup, kAtMost, 1.25,
                       "x", "ideal 1x: every thread's stream 0 is the one legacy stream");
