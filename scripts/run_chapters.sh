@@ -18,7 +18,7 @@ if [ ! -f build/CMakeCache.txt ]; then
   cmake --preset default >/dev/null || { echo "configure failed: run 'cmake --preset default'"; exit 1; }
 fi
 echo "Building the chapters (cmake --build --preset default)..."
-if ! cmake --build --preset default --parallel >build/run_chapters_build.log 2>&1; then
+if ! cmake --build --preset default --parallel "$(nproc)" >build/run_chapters_build.log 2>&1; then
   cat build/run_chapters_build.log
   echo "build failed"
   exit 1

@@ -19,5 +19,5 @@ fi
 # The exercises build in their own tree (the exercises preset); an older build/ may still have
 # the option cached, which would add the students' failing tests to this suite.
 cmake --preset "$preset" -DCUDA_STREAMS_EXERCISES=OFF "$@"
-cmake --build --preset "$preset" --parallel
+cmake --build --preset "$preset" --parallel "$(nproc)"  # one job per core, with make too
 ctest --preset "$preset"
